@@ -1,0 +1,29 @@
+# Every dependency comes from a Debian 12 package; nothing is downloaded at build time.
+include_guard(GLOBAL)
+
+find_package(Threads REQUIRED)
+find_package(PkgConfig REQUIRED)
+find_package(Protobuf REQUIRED)
+find_package(ZLIB REQUIRED)
+find_package(OpenSSL REQUIRED)
+pkg_check_modules(NGHTTP2 REQUIRED IMPORTED_TARGET libnghttp2>=1.52)
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+
+# Standalone Asio (libasio-dev) is header-only.
+find_path(ASIO_INCLUDE_DIR asio.hpp REQUIRED)
+if(NOT TARGET rill_asio)
+  add_library(rill_asio INTERFACE)
+  target_include_directories(rill_asio SYSTEM INTERFACE ${ASIO_INCLUDE_DIR})
+  target_compile_definitions(rill_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED)
+  if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    # Asio 1.22 only detects clang's experimental coroutines; C++20 ones are there.
+    target_compile_definitions(rill_asio INTERFACE ASIO_HAS_CO_AWAIT=1 ASIO_HAS_STD_COROUTINE=1)
+  endif()
+  target_link_libraries(rill_asio INTERFACE Threads::Threads)
+endif()
+
+if(RILL_BUILD_TESTS OR RILL_BUILD_BENCHMARKS)
+  find_package(GTest REQUIRED)
+  find_package(benchmark REQUIRED)
+  find_package(CLI11 CONFIG REQUIRED)
+endif()

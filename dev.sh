@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# rill's one entry point. Every command sets up what it needs first (Debian packages via
+# apt-get when run as root, npm packages for the grpc-js peer), configures and builds.
+#
+#   ./dev.sh bench     the main job: a release build and the default benchmark run
+#   ./dev.sh test      the whole test suite (unit, integration, interop against real peers)
+#   ./dev.sh asan      the unit and integration tests built with AddressSanitizer + UBSan
+#   ./dev.sh tsan      the threaded tests built with ThreadSanitizer
+#   ./dev.sh fuzz      the libFuzzer targets (clang), each run over its seed corpus for
+#                      FUZZ_SECONDS (default 20); extra arguments go to every fuzzer
+#   ./dev.sh setup     only install what is missing
+#   ./dev.sh build [release|test|asan|tsan|fuzz]   only configure and build
+#
+# Build trees live in build/<config>. ccache is used when present (it is installed by setup).
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+cd "$ROOT"
+
+# Packages from Debian 12. BUILD_PKGS build rill; PEER_PKGS are the real peers tests talk to.
+BUILD_PKGS=(cmake ninja-build g++ ccache pkg-config libnghttp2-dev libasio-dev libprotobuf-dev
+  libprotoc-dev protobuf-compiler libssl-dev zlib1g-dev libzstd-dev libgtest-dev libgmock-dev
+  libbenchmark-dev libcli11-dev)
+# FUZZ_PKGS build the libFuzzer targets (clang 14 and its fuzzer/sanitizer runtimes).
+FUZZ_PKGS=(clang libclang-rt-14-dev)
+PEER_PKGS=(libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf nghttp2-client
+  nghttp2-server nginx-light util-linux procps)
+
+log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+missing_packages() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || echo "$p"
+  done
+}
+
+install_packages() {
+  local missing
+  missing=$(missing_packages "$@")
+  [ -z "$missing" ] && return 0
+  if [ "$(id -u)" != 0 ]; then
+    echo "rill needs these Debian packages: $missing" >&2
+    echo "Run as root (or: sudo apt-get install $missing) and try again." >&2
+    exit 1
+  fi
+  log "installing: $missing"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q
+  # shellcheck disable=SC2086
+  apt-get install -y -q --no-install-recommends $missing
+}
+
+setup_node_peer() {
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    install_packages nodejs npm
+  fi
+  local dir="$ROOT/tests/peers/node"
+  [ -f "$dir/package.json" ] || return 0
+  if [ ! -d "$dir/node_modules/@grpc/grpc-js" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules" ]; then
+    log "installing npm packages for the grpc-js peer"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+}
+
+setup() {
+  local what=${1:-all}
+  install_packages "${BUILD_PKGS[@]}"
+  if [ "$what" = fuzz ]; then
+    install_packages "${FUZZ_PKGS[@]}"
+  fi
+  if [ "$what" = all ]; then
+    install_packages "${PEER_PKGS[@]}"
+    setup_node_peer
+  fi
+}
+
+export CCACHE_BASEDIR="$ROOT"
+export CCACHE_NOHASHDIR=true
+export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
+
+configure_and_build() {
+  local config=$1
+  shift
+  local dir="$ROOT/build/$config"
+  local args=(-G Ninja -DRILL_WERROR=ON)
+  case "$config" in
+    release) args+=(-DCMAKE_BUILD_TYPE=Release -DRILL_BUILD_TESTS=OFF -DRILL_BUILD_PEERS=ON) ;;
+    test) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_DCHECKS=ON) ;;
+    asan) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_DCHECKS=ON
+                 -DRILL_SANITIZE=address,undefined -DRILL_BUILD_BENCHMARKS=OFF
+                 -DRILL_BUILD_PEERS=OFF -DRILL_BUILD_EXAMPLES=OFF) ;;
+    tsan) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_DCHECKS=ON -DRILL_SANITIZE=thread
+                 -DRILL_BUILD_BENCHMARKS=OFF -DRILL_BUILD_PEERS=OFF -DRILL_BUILD_EXAMPLES=OFF) ;;
+    # Warnings are judged by the gcc builds; clang only has to find crashes here.
+    fuzz) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++
+                 -DCMAKE_C_COMPILER=clang -DRILL_BUILD_FUZZERS=ON -DRILL_BUILD_TESTS=OFF
+                 -DRILL_BUILD_BENCHMARKS=OFF -DRILL_BUILD_PEERS=OFF -DRILL_BUILD_EXAMPLES=OFF
+                 -DRILL_DCHECKS=ON -DRILL_WERROR=OFF) ;;
+    *) echo "unknown build config: $config" >&2; exit 2 ;;
+  esac
+  if [ ! -f "$dir/build.ninja" ]; then
+    log "configuring build/$config"
+    cmake -S "$ROOT" -B "$dir" "${args[@]}" >/dev/null
+  fi
+  log "building build/$config"
+  cmake --build "$dir" "$@"
+}
+
+run_ctest() {
+  local config=$1
+  shift
+  log "testing build/$config $*"
+  ctest --test-dir "$ROOT/build/$config" --output-on-failure -j2 "$@"
+}
+
+# Runs every fuzzer over its committed seeds (fuzz/corpus/<name>) and any saved crashers
+# (fuzz/crashers/<name>, which must no longer crash). New inputs go to build/fuzz/corpus/<name>,
+# crash reproducers to build/fuzz/artifacts/. Fails if any fuzzer found a crash.
+run_fuzzers() {
+  local dir="$ROOT/build/fuzz" seconds=${FUZZ_SECONDS:-20} failed=() seeds name bin
+  for seeds in "$ROOT"/fuzz/corpus/*/; do
+    name=$(basename "$seeds")
+    bin="$dir/fuzz/$name"
+    if [ ! -x "$bin" ]; then
+      log "skipping $name (not built)"
+      continue
+    fi
+    local dirs=("$dir/corpus/$name" "$seeds")
+    [ -d "$ROOT/fuzz/crashers/$name" ] && dirs+=("$ROOT/fuzz/crashers/$name")
+    mkdir -p "$dir/corpus/$name" "$dir/artifacts"
+    log "fuzzing $name for ${seconds}s"
+    if ! "$bin" -max_total_time="$seconds" -print_final_stats=1 \
+        -artifact_prefix="$dir/artifacts/$name-" "$@" "${dirs[@]}"; then
+      failed+=("$name")
+    fi
+  done
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "fuzzers that crashed: ${failed[*]} (reproducers in build/fuzz/artifacts/)" >&2
+    return 1
+  fi
+}
+
+cmd=${1:-help}
+shift || true
+case "$cmd" in
+  setup) setup all ;;
+  build)
+    if [ "${1:-test}" = fuzz ]; then
+      setup fuzz
+      configure_and_build fuzz --target rill_fuzzers
+    else
+      setup all
+      configure_and_build "${1:-test}"
+    fi
+    ;;
+  test)
+    setup all
+    configure_and_build test
+    run_ctest test "$@"
+    ;;
+  asan)
+    setup build
+    configure_and_build asan
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+      run_ctest asan -L 'unit|integration' "$@"
+    ;;
+  tsan)
+    setup build
+    configure_and_build tsan
+    TSAN_OPTIONS=halt_on_error=1 run_ctest tsan -L 'threads' "$@"
+    ;;
+  fuzz)
+    setup fuzz
+    configure_and_build fuzz --target rill_fuzzers
+    run_fuzzers "$@"
+    ;;
+  bench)
+    setup all
+    configure_and_build release
+    exec "$ROOT/bench/run_default.sh" "$ROOT/build/release" "$@"
+    ;;
+  help|-h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' ;;
+  *) echo "unknown command: $cmd (try ./dev.sh help)" >&2; exit 2 ;;
+esac

@@ -1,0 +1,317 @@
+#include "rill/mem/buffer_slice.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#include "rill/mem/buffer_pool.h"
+
+namespace rill {
+
+BufferSlice::BufferSlice(BufferSlice&& other) noexcept { *this = std::move(other); }
+
+BufferSlice& BufferSlice::operator=(BufferSlice&& other) noexcept {
+  if (this == &other) return *this;
+  Free();
+  if (other.heap_ != nullptr) {
+    heap_ = std::exchange(other.heap_, nullptr);
+    capacity_ = std::exchange(other.capacity_, static_cast<uint32_t>(kInlineBuffers));
+    head_ = std::exchange(other.head_, 0);
+  } else {
+    Buffer* from = other.data();
+    auto* to = reinterpret_cast<Buffer*>(inline_);
+    for (uint32_t i = 0; i < other.count_; ++i) {
+      ::new (static_cast<void*>(to + i)) Buffer(std::move(from[i]));
+      from[i].~Buffer();
+    }
+    other.head_ = 0;
+  }
+  count_ = std::exchange(other.count_, 0);
+  size_ = std::exchange(other.size_, 0);
+  return *this;
+}
+
+void BufferSlice::Grow() {
+  Buffer* old = data();
+  // With at least half of the storage free at the front, moving down keeps appends amortized
+  // O(1); otherwise the storage doubles.
+  const bool move_down = head_ > 0 && count_ <= capacity_ / 2;
+  std::allocator<Buffer> allocator;
+  const uint32_t capacity = move_down ? capacity_ : capacity_ * 2;
+  Buffer* target = move_down ? (heap_ != nullptr ? heap_ : reinterpret_cast<Buffer*>(inline_))
+                             : allocator.allocate(capacity);
+  for (uint32_t i = 0; i < count_; ++i) {
+    ::new (static_cast<void*>(target + i)) Buffer(std::move(old[i]));
+    old[i].~Buffer();
+  }
+  head_ = 0;
+  if (move_down) return;
+  if (heap_ != nullptr) allocator.deallocate(heap_, capacity_);
+  heap_ = target;
+  capacity_ = capacity;
+}
+
+void BufferSlice::Append(Buffer buffer) {
+  if (buffer.empty()) return;
+  if (head_ + count_ == capacity_) Grow();
+  const size_t size = buffer.size();
+  Buffer* base = heap_ != nullptr ? heap_ : reinterpret_cast<Buffer*>(inline_);
+  ::new (static_cast<void*>(base + head_ + count_)) Buffer(std::move(buffer));
+  ++count_;
+  size_ += size;
+}
+
+void BufferSlice::Append(BufferSlice&& other) {
+  if (count_ == 0) {
+    *this = std::move(other);
+    return;
+  }
+  Buffer* from = other.data();
+  for (uint32_t i = 0; i < other.count_; ++i) Append(std::move(from[i]));
+  other.Free();
+}
+
+BufferSlice BufferSlice::Ref() const {
+  BufferSlice copy;
+  for (const Buffer& buffer : *this) copy.Append(buffer.Ref());
+  return copy;
+}
+
+void BufferSlice::Free() noexcept {
+  Buffer* buffers = data();
+  for (uint32_t i = 0; i < count_; ++i) buffers[i].~Buffer();
+  if (heap_ != nullptr) std::allocator<Buffer>().deallocate(heap_, capacity_);
+  heap_ = nullptr;
+  capacity_ = kInlineBuffers;
+  head_ = 0;
+  count_ = 0;
+  size_ = 0;
+}
+
+Buffer BufferSlice::PopFront() {
+  RILL_DCHECK(count_ > 0);
+  Buffer* front = data();
+  Buffer buffer = std::move(*front);
+  front->~Buffer();
+  size_ -= buffer.size();
+  --count_;
+  head_ = count_ == 0 ? 0 : head_ + 1;
+  return buffer;
+}
+
+void BufferSlice::TrimFront(size_t n) noexcept {
+  RILL_DCHECK(count_ > 0 && n < data()[0].size());
+  data()[0].RemovePrefix(n);
+  size_ -= n;
+}
+
+BufferSlice BufferSlice::TakeFront(size_t n) {
+  RILL_CHECK_MSG(n <= size_, "BufferSlice::TakeFront past the end");
+  BufferSlice front;
+  if (n == size_) {
+    std::swap(front, *this);
+    return front;
+  }
+  while (n > 0) {
+    Buffer& first = data()[0];
+    if (first.size() <= n) {
+      n -= first.size();
+      front.Append(PopFront());
+      continue;
+    }
+    // Cut the boundary buffer: `first` keeps [0, n) and goes to `front`, the rest stays here.
+    Buffer rest = first.Split(n);
+    front.Append(std::move(first));
+    first = std::move(rest);
+    size_ -= n;
+    n = 0;
+  }
+  return front;
+}
+
+size_t BufferSlice::CopyTo(std::span<std::byte> dst) const {
+  size_t copied = 0;
+  for (const Buffer& buffer : *this) {
+    if (copied == dst.size()) break;
+    const size_t n = std::min(buffer.size(), dst.size() - copied);
+    std::memcpy(dst.data() + copied, buffer.data(), n);
+    copied += n;
+  }
+  detail::CountCopiedBytes(copied);
+  return copied;
+}
+
+std::string BufferSlice::Materialize() const {
+  std::string flat;
+  flat.reserve(size_);
+  for (const Buffer& buffer : *this) flat.append(buffer.AsStringView());
+  detail::CountCopiedBytes(size_);
+  return flat;
+}
+
+Buffer BufferSlice::MaterializeToBuffer(BufferPool& pool) const {
+  if (count_ == 0) return Buffer();
+  if (count_ == 1) return data()[0].Ref();
+  Buffer flat = Buffer::Allocate(size_, pool);
+  std::byte* out = flat.mutable_data();
+  for (const Buffer& buffer : *this) {
+    std::memcpy(out, buffer.data(), buffer.size());
+    out += buffer.size();
+  }
+  detail::CountCopiedBytes(size_);
+  return flat;
+}
+
+size_t BufferSlice::PinnedBytes() const noexcept {
+  size_t pinned = 0;
+  for (const Buffer& buffer : *this) pinned += buffer.BlockCapacity();
+  return pinned;
+}
+
+void BufferSlice::Compact(BufferPool& pool) {
+  if (count_ <= 1) return;
+  Buffer flat = MaterializeToBuffer(pool);
+  Free();
+  Append(std::move(flat));
+}
+
+// BufferSliceReader
+
+void BufferSliceReader::Reset(BufferSlice slice) {
+  slice_ = std::move(slice);
+  offset_ = 0;
+}
+
+size_t BufferSliceReader::Read(std::span<std::byte> dst) {
+  size_t copied = 0;
+  while (copied < dst.size() && !slice_.empty()) {
+    const Buffer& front = slice_.buffer(0);
+    const size_t n = std::min(front.size() - offset_, dst.size() - copied);
+    std::memcpy(dst.data() + copied, front.data() + offset_, n);
+    copied += n;
+    offset_ += n;
+    if (offset_ == front.size()) DropConsumedFront();
+  }
+  detail::CountCopiedBytes(copied);
+  return copied;
+}
+
+void BufferSliceReader::Discard(size_t n) {
+  RILL_CHECK_MSG(n <= Remaining(), "BufferSliceReader::Discard past the end");
+  while (n > 0) {
+    const size_t left = slice_.buffer(0).size() - offset_;
+    const size_t step = std::min(left, n);
+    offset_ += step;
+    n -= step;
+    if (step == left) DropConsumedFront();
+  }
+}
+
+size_t BufferSliceReader::Peek(size_t n, iovec* iov, size_t max_iov, size_t* bytes) const {
+  size_t used = 0;
+  size_t covered = 0;
+  size_t skip = offset_;
+  for (const Buffer& buffer : slice_) {
+    if (used == max_iov || covered == n) break;
+    const size_t len = std::min(buffer.size() - skip, n - covered);
+    iov[used].iov_base = const_cast<std::byte*>(buffer.data() + skip);
+    iov[used].iov_len = len;
+    ++used;
+    covered += len;
+    skip = 0;
+  }
+  if (bytes != nullptr) *bytes = covered;
+  return used;
+}
+
+BufferSlice BufferSliceReader::Take(size_t n) {
+  RILL_CHECK_MSG(n <= Remaining(), "BufferSliceReader::Take past the end");
+  if (offset_ > 0) {
+    slice_.TrimFront(offset_);
+    offset_ = 0;
+  }
+  return slice_.TakeFront(n);
+}
+
+void BufferSliceReader::DropConsumedFront() {
+  slice_.PopFront().Free();
+  offset_ = 0;
+}
+
+// BufferSliceWriter
+
+std::span<std::byte> BufferSliceWriter::NextSpace() {
+  if (!chunk_.empty() && chunk_used_ == chunk_.size()) {
+    out_->Append(std::move(chunk_));
+    chunk_used_ = 0;
+  }
+  if (chunk_.empty()) {
+    chunk_ = Buffer::Allocate(std::max<size_t>(chunk_size_, 1), *pool_);
+    chunk_.Extend(chunk_.TailRoom());
+  }
+  return {chunk_.mutable_data() + chunk_used_, chunk_.size() - chunk_used_};
+}
+
+void BufferSliceWriter::Commit(size_t n) {
+  RILL_DCHECK_MSG(n <= chunk_.size() - chunk_used_, "BufferSliceWriter::Commit past NextSpace");
+  chunk_used_ += n;
+}
+
+void BufferSliceWriter::Write(std::span<const std::byte> bytes) {
+  size_t written = 0;
+  while (written < bytes.size()) {
+    std::span<std::byte> space = NextSpace();
+    const size_t n = std::min(space.size(), bytes.size() - written);
+    std::memcpy(space.data(), bytes.data() + written, n);
+    Commit(n);
+    written += n;
+  }
+  detail::CountCopiedBytes(written);
+}
+
+void BufferSliceWriter::Flush() {
+  if (chunk_used_ == 0) return;
+  if (chunk_used_ <= kSmallBufferMax && chunk_.IsPooled()) {
+    // A pooled chunk would pin its whole capacity for a few bytes: move them to a small block
+    // and keep the chunk for the next writes.
+    out_->Append(Buffer::Copy(chunk_.span().first(chunk_used_), *pool_));
+  } else {
+    chunk_.Truncate(chunk_used_);
+    out_->Append(std::move(chunk_));
+  }
+  chunk_used_ = 0;
+}
+
+// ReadAll
+
+StatusOr<BufferSlice> ReadAll(ByteSource& source, BufferPool& pool, size_t limit,
+                              size_t chunk_size) {
+  BufferSlice out;
+  {
+    BufferSliceWriter writer(&out, pool, chunk_size);
+    size_t total = 0;
+    while (true) {
+      std::span<std::byte> space = writer.NextSpace();
+      // Never ask for more than one byte past the limit.
+      space = space.first(std::min(space.size(), limit - total + 1));
+      StatusOr<size_t> read = source.Read(space);
+      if (!read.ok()) {
+        out.Free();
+        return read.status();
+      }
+      if (*read == 0) break;
+      RILL_CHECK_MSG(*read <= space.size(), "ByteSource::Read returned more than it was given");
+      writer.Commit(*read);
+      total += *read;
+      if (total > limit) {
+        out.Free();
+        return Status(StatusCode::kResourceExhausted,
+                      "message larger than the limit of " + std::to_string(limit) + " bytes");
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace rill
