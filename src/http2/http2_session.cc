@@ -1,0 +1,366 @@
+#include "src/http2/http2_session.h"
+
+#include <nghttp2/nghttp2.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "rill/mem/buffer_pool.h"
+#include "src/http2/nghttp2_memory.h"
+
+namespace rill::internal {
+namespace {
+
+// Header fields go to nghttp2 through a stack array when there are few of them.
+constexpr size_t kStackFields = 32;
+
+class NvArray {
+ public:
+  explicit NvArray(const HeaderBlock& block) {
+    size_ = block.size();
+    if (size_ > kStackFields) {
+      heap_ = std::make_unique<nghttp2_nv[]>(size_);
+    }
+    nghttp2_nv* out = data();
+    size_t i = 0;
+    for (HeaderField f : block) {
+      out[i++] = nghttp2_nv{
+          reinterpret_cast<uint8_t*>(const_cast<char*>(f.name.data())),
+          reinterpret_cast<uint8_t*>(const_cast<char*>(f.value.data())), f.name.size(),
+          f.value.size(),
+          static_cast<uint8_t>(f.never_index ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE)};
+    }
+  }
+  nghttp2_nv* data() { return heap_ ? heap_.get() : stack_; }
+  size_t size() const { return size_; }
+
+ private:
+  nghttp2_nv stack_[kStackFields];
+  std::unique_ptr<nghttp2_nv[]> heap_;
+  size_t size_ = 0;
+};
+
+HeadersKind KindOf(const nghttp2_frame* frame, bool server) {
+  if (frame->headers.cat == NGHTTP2_HCAT_REQUEST) return HeadersKind::kRequest;
+  if (frame->headers.cat == NGHTTP2_HCAT_RESPONSE) return HeadersKind::kResponse;
+  // NGHTTP2_HCAT_HEADERS: a block after the first one on the stream. For a client that is a
+  // 1xx-free response's trailers; for a server, request trailers.
+  return HeadersKind::kTrailers;
+}
+
+uint64_t LoadPingPayload(const uint8_t* data) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = (v << 8) | data[i];
+  return v;
+}
+
+}  // namespace
+
+struct Http2Session::Callbacks {
+  static Http2Session* Self(void* user_data) { return static_cast<Http2Session*>(user_data); }
+
+  static void* StreamData(nghttp2_session* session, int32_t stream_id) {
+    return nghttp2_session_get_stream_user_data(session, stream_id);
+  }
+
+  static int OnBeginHeaders(nghttp2_session* session, const nghttp2_frame* frame,
+                            void* user_data) {
+    Http2Session* self = Self(user_data);
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    if (self->server_ && frame->headers.cat == NGHTTP2_HCAT_REQUEST) {
+      ++self->open_streams_;
+      self->handler_->OnStreamBegin(frame->hd.stream_id);
+    }
+    return 0;
+  }
+
+  static int OnHeader(nghttp2_session* session, const nghttp2_frame* frame, nghttp2_rcbuf* name,
+                      nghttp2_rcbuf* value, uint8_t /*flags*/, void* user_data) {
+    Http2Session* self = Self(user_data);
+    if (frame->hd.type != NGHTTP2_HEADERS) return 0;
+    const nghttp2_vec n = nghttp2_rcbuf_get_buf(name);
+    const nghttp2_vec v = nghttp2_rcbuf_get_buf(value);
+    const int32_t id = frame->hd.stream_id;
+    self->handler_->OnHeader(id, StreamData(session, id), KindOf(frame, self->server_),
+                             {reinterpret_cast<const char*>(n.base), n.len},
+                             {reinterpret_cast<const char*>(v.base), v.len});
+    return 0;
+  }
+
+  static int OnFrameRecv(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+    Http2Session* self = Self(user_data);
+    const int32_t id = frame->hd.stream_id;
+    switch (frame->hd.type) {
+      case NGHTTP2_HEADERS:
+        self->handler_->OnHeadersEnd(id, StreamData(session, id), KindOf(frame, self->server_),
+                                     (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0);
+        break;
+      case NGHTTP2_DATA:
+        if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
+          self->handler_->OnRemoteEnd(id, StreamData(session, id));
+        }
+        break;
+      case NGHTTP2_GOAWAY:
+        self->goaway_received_ = true;
+        self->handler_->OnGoaway(frame->goaway.last_stream_id, frame->goaway.error_code);
+        break;
+      case NGHTTP2_PING:
+        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
+          self->handler_->OnPingAck(LoadPingPayload(frame->ping.opaque_data));
+        }
+        break;
+      default:
+        break;
+    }
+    return 0;
+  }
+
+  static int OnDataChunk(nghttp2_session* session, uint8_t /*flags*/, int32_t stream_id,
+                         const uint8_t* data, size_t len, void* user_data) {
+    Http2Session* self = Self(user_data);
+    // The connection window is credited on receipt, so that a slow stream cannot starve the
+    // others; the stream window waits for Consume().
+    nghttp2_session_consume_connection(session, len);
+    void* stream = StreamData(session, stream_id);
+    if (stream == nullptr) {
+      // Nobody listens (the call already ended): give the stream window back as well.
+      nghttp2_session_consume_stream(session, stream_id, len);
+      return 0;
+    }
+    const auto* bytes = reinterpret_cast<const std::byte*>(data);
+    const Buffer& block = *self->input_;
+    Buffer payload;
+    if (len >= kSmallBufferMax && bytes >= block.data() &&
+        bytes + len <= block.data() + block.size()) {
+      const size_t offset = static_cast<size_t>(bytes - block.data());
+      payload = block.Slice(offset, offset + len);
+    } else {
+      detail::CountCopiedBytes(len);
+      payload = Buffer::Copy(std::span<const std::byte>(bytes, len), *self->pool_);
+    }
+    self->handler_->OnData(stream_id, stream, std::move(payload));
+    return 0;
+  }
+
+  static int OnStreamClose(nghttp2_session* session, int32_t stream_id, uint32_t error_code,
+                           void* user_data) {
+    Http2Session* self = Self(user_data);
+    if (self->server_ ? (stream_id % 2 == 1) : true) {
+      if (self->open_streams_ > 0) --self->open_streams_;
+    }
+    self->handler_->OnStreamClose(stream_id, StreamData(session, stream_id), error_code);
+    return 0;
+  }
+
+  static int OnFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
+    Http2Session* self = Self(user_data);
+    // A server that ends its response before the client half-closed tells the client to stop
+    // sending (PROTOCOL-HTTP2: RST_STREAM with NO_ERROR after the trailers).
+    if (self->server_ && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 &&
+        (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
+        nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id) == 0) {
+      nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
+                                NGHTTP2_NO_ERROR);
+    }
+    return 0;
+  }
+
+  static ssize_t Send(nghttp2_session* /*session*/, const uint8_t* data, size_t length,
+                      int /*flags*/, void* user_data) {
+    Http2Session* self = Self(user_data);
+    if (self->batch_->full()) return NGHTTP2_ERR_WOULDBLOCK;
+    self->batch_->AppendCopy(std::as_bytes(std::span(data, length)));
+    return static_cast<ssize_t>(length);
+  }
+
+  static ssize_t ReadData(nghttp2_session* session, int32_t stream_id, uint8_t* /*buf*/,
+                          size_t length, uint32_t* data_flags, nghttp2_data_source* source,
+                          void* /*user_data*/) {
+    auto* out = static_cast<OutboundStream*>(source->ptr);
+    const size_t available = out->reader_.Remaining();
+    if (available == 0 && !out->finish_) {
+      out->deferred_ = true;
+      return NGHTTP2_ERR_DEFERRED;
+    }
+    const size_t n = std::min(available, length);
+    if (n > 0) *data_flags |= NGHTTP2_DATA_FLAG_NO_COPY;
+    if (n == available && out->finish_) {
+      *data_flags |= NGHTTP2_DATA_FLAG_EOF;
+      if (!out->trailers_.empty()) {
+        *data_flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
+        NvArray nva(out->trailers_);
+        const int rv = nghttp2_submit_trailer(session, stream_id, nva.data(), nva.size());
+        if (rv != 0) return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+      }
+    }
+    return static_cast<ssize_t>(n);
+  }
+
+  static int SendData(nghttp2_session* session, nghttp2_frame* frame, const uint8_t* framehd,
+                      size_t length, nghttp2_data_source* source, void* user_data) {
+    Http2Session* self = Self(user_data);
+    auto* out = static_cast<OutboundStream*>(source->ptr);
+    self->batch_->AppendCopy(std::as_bytes(std::span(framehd, 9)));
+    // rill sends no padding (no padding callback is installed), so the frame is header + data.
+    BufferSlice piece = out->reader_.Take(length);
+    for (size_t i = 0, n = piece.buffer_count(); i < n; ++i) {
+      self->batch_->AppendPayload(piece.PopFront());
+    }
+    const int32_t id = frame->hd.stream_id;
+    self->handler_->OnDataFramed(id, StreamData(session, id), length);
+    return self->batch_->full() ? NGHTTP2_ERR_PAUSE : 0;
+  }
+};
+
+Http2Session::Http2Session(const Http2Options& options, Http2Handler* handler, BufferPool& pool)
+    : handler_(handler), pool_(&pool), server_(options.server) {
+  nghttp2_session_callbacks* cbs = nullptr;
+  RILL_CHECK(nghttp2_session_callbacks_new(&cbs) == 0);
+  nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, Callbacks::OnBeginHeaders);
+  nghttp2_session_callbacks_set_on_header_callback2(cbs, Callbacks::OnHeader);
+  nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, Callbacks::OnFrameRecv);
+  nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cbs, Callbacks::OnDataChunk);
+  nghttp2_session_callbacks_set_on_stream_close_callback(cbs, Callbacks::OnStreamClose);
+  nghttp2_session_callbacks_set_on_frame_send_callback(cbs, Callbacks::OnFrameSend);
+  nghttp2_session_callbacks_set_send_callback(cbs, Callbacks::Send);
+  nghttp2_session_callbacks_set_send_data_callback(cbs, Callbacks::SendData);
+
+  nghttp2_option* opt = nullptr;
+  RILL_CHECK(nghttp2_option_new(&opt) == 0);
+  nghttp2_option_set_no_auto_window_update(opt, 1);
+  nghttp2_option_set_no_closed_streams(opt, 1);
+  nghttp2_option_set_max_outbound_ack(opt, 1000);
+  nghttp2_option_set_max_settings(opt, 32);
+  // Rapid-reset defence: a burst of 1000 resets, then 33 per second.
+  nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
+  nghttp2_option_set_max_continuations(opt, 8);
+  if (!server_) {
+    // Until the server's SETTINGS arrive, assume grpc's customary 100 streams.
+    nghttp2_option_set_peer_max_concurrent_streams(opt, 100);
+  }
+
+  int rv = server_ ? nghttp2_session_server_new3(&session_, cbs, this, opt, Nghttp2Allocator())
+                   : nghttp2_session_client_new3(&session_, cbs, this, opt, Nghttp2Allocator());
+  nghttp2_option_del(opt);
+  nghttp2_session_callbacks_del(cbs);
+  RILL_CHECK(rv == 0);
+
+  nghttp2_settings_entry iv[6];
+  size_t n = 0;
+  if (server_) {
+    iv[n++] = {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams};
+  }
+  iv[n++] = {NGHTTP2_SETTINGS_ENABLE_PUSH, 0};
+  iv[n++] = {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, options.initial_stream_window};
+  iv[n++] = {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, options.max_frame_size};
+  iv[n++] = {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, options.max_header_list_size};
+  if (options.header_table_size != NGHTTP2_DEFAULT_HEADER_TABLE_SIZE) {
+    iv[n++] = {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, options.header_table_size};
+  }
+  RILL_CHECK(nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, iv, n) == 0);
+  if (options.initial_connection_window > NGHTTP2_INITIAL_CONNECTION_WINDOW_SIZE) {
+    nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                          static_cast<int32_t>(options.initial_connection_window));
+  }
+}
+
+Http2Session::~Http2Session() { nghttp2_session_del(session_); }
+
+Status Http2Session::Receive(Buffer block) {
+  input_ = &block;
+  const ssize_t rv = nghttp2_session_mem_recv(
+      session_, reinterpret_cast<const uint8_t*>(block.data()), block.size());
+  input_ = nullptr;
+  if (rv < 0) {
+    return Status(StatusCode::kUnavailable, Nghttp2ErrorText(static_cast<int>(rv)));
+  }
+  return Status();
+}
+
+Status Http2Session::FillBatch(OutputBatch& batch) {
+  batch_ = &batch;
+  const int rv = nghttp2_session_send(session_);
+  batch_ = nullptr;
+  if (rv != 0) return Status(StatusCode::kUnavailable, Nghttp2ErrorText(rv));
+  return Status();
+}
+
+bool Http2Session::WantsRead() const { return nghttp2_session_want_read(session_) != 0; }
+bool Http2Session::WantsWrite() const { return nghttp2_session_want_write(session_) != 0; }
+
+int32_t Http2Session::SubmitRequest(const HeaderBlock& headers, OutboundStream* out,
+                                    void* stream) {
+  NvArray nva(headers);
+  nghttp2_data_provider provider;
+  provider.source.ptr = out;
+  provider.read_callback = Callbacks::ReadData;
+  const int32_t id =
+      nghttp2_submit_request(session_, nullptr, nva.data(), nva.size(), &provider, stream);
+  if (id < 0) return 0;
+  ++open_streams_;
+  return id;
+}
+
+void Http2Session::SubmitResponse(int32_t stream_id, const HeaderBlock& headers,
+                                  OutboundStream* out) {
+  NvArray nva(headers);
+  nghttp2_data_provider provider;
+  provider.source.ptr = out;
+  provider.read_callback = Callbacks::ReadData;
+  nghttp2_submit_response(session_, stream_id, nva.data(), nva.size(), &provider);
+}
+
+void Http2Session::SubmitTrailersOnly(int32_t stream_id, const HeaderBlock& headers) {
+  NvArray nva(headers);
+  nghttp2_submit_response(session_, stream_id, nva.data(), nva.size(), nullptr);
+}
+
+void Http2Session::Resume(int32_t stream_id, OutboundStream* out) {
+  if (out->deferred_) {
+    out->deferred_ = false;
+    nghttp2_session_resume_data(session_, stream_id);
+  }
+}
+
+void Http2Session::Reset(int32_t stream_id, uint32_t error_code) {
+  nghttp2_submit_rst_stream(session_, NGHTTP2_FLAG_NONE, stream_id, error_code);
+}
+
+void Http2Session::Consume(int32_t stream_id, size_t bytes) {
+  if (bytes > 0) nghttp2_session_consume_stream(session_, stream_id, bytes);
+}
+
+void Http2Session::SetStreamWindow(int32_t stream_id, int32_t window) {
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, stream_id, window);
+}
+
+void Http2Session::SetStreamData(int32_t stream_id, void* stream) {
+  nghttp2_session_set_stream_user_data(session_, stream_id, stream);
+}
+
+void Http2Session::SubmitShutdownNotice() {
+  if (server_) nghttp2_submit_shutdown_notice(session_);
+}
+
+void Http2Session::SubmitGoaway(uint32_t error_code, std::string_view debug_data) {
+  const int32_t last = server_ ? nghttp2_session_get_last_proc_stream_id(session_) : 0;
+  nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, last, error_code,
+                        reinterpret_cast<const uint8_t*>(debug_data.data()), debug_data.size());
+}
+
+void Http2Session::SubmitPing(uint64_t payload) {
+  uint8_t data[8];
+  for (int i = 7; i >= 0; --i) {
+    data[i] = static_cast<uint8_t>(payload);
+    payload >>= 8;
+  }
+  nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, data);
+}
+
+uint32_t Http2Session::peer_max_concurrent_streams() const {
+  return nghttp2_session_get_remote_settings(session_, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS);
+}
+
+std::string_view Nghttp2ErrorText(int error) { return nghttp2_strerror(error); }
+
+}  // namespace rill::internal

@@ -1,0 +1,196 @@
+// Http2Session: a sans-I/O HTTP/2 endpoint over nghttp2 (v1 API).
+//
+// Bytes go in through Receive(), frames come out through FillBatch(), and everything else is a
+// synchronous call into an Http2Handler. The session never touches a socket, a clock or a
+// thread, so it is driven the same way by the transport, by tests and by fuzzers.
+//
+// Receive path: the caller passes a pooled read block. DATA payload of kSmallBufferMax bytes or
+// more is handed up as a view of that block (a reference, no copy); smaller payload is copied
+// into a small buffer so it does not pin the block.
+//
+// Send path: each stream's outbound bytes sit in an OutboundStream (owned by the layer above).
+// DATA frames are produced with NGHTTP2_DATA_FLAG_NO_COPY: the 9-byte frame header is staged and
+// the payload goes into the batch as views, so one writev sends the frames of many streams.
+//
+// Flow control: the connection window is credited as bytes arrive; a stream's window only when
+// the layer above calls Consume() (it consumed a message), so a slow reader holds back its
+// sender instead of making rill buffer.
+//
+// Thread safety: reactor-confined (one thread drives a session for its whole life).
+#ifndef RILL_SRC_HTTP2_HTTP2_SESSION_H_
+#define RILL_SRC_HTTP2_HTTP2_SESSION_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "rill/mem/buffer.h"
+#include "rill/mem/buffer_slice.h"
+#include "rill/status.h"
+#include "src/http2/header_block.h"
+#include "src/http2/output_batch.h"
+
+struct nghttp2_session;
+
+namespace rill::internal {
+
+enum class HeadersKind : uint8_t {
+  kRequest,   // server: a request's headers
+  kResponse,  // client: the response's initial headers
+  kTrailers,  // either side: a trailing header block
+};
+
+// HTTP/2 error codes (RFC 9113 §7) used by rill.
+enum Http2ErrorCode : uint32_t {
+  kHttp2NoError = 0x0,
+  kHttp2ProtocolError = 0x1,
+  kHttp2InternalError = 0x2,
+  kHttp2FlowControlError = 0x3,
+  kHttp2StreamClosed = 0x5,
+  kHttp2RefusedStream = 0x7,
+  kHttp2Cancel = 0x8,
+  kHttp2EnhanceYourCalm = 0xb,
+  kHttp2InadequateSecurity = 0xc,
+};
+
+// Called synchronously from Receive() and FillBatch(). `stream` is the pointer attached with
+// SetStreamData (null until then). Handlers may call back into the session (submit, reset,
+// consume), but must not destroy it.
+class Http2Handler {
+ public:
+  virtual ~Http2Handler() = default;
+
+  // Server only: a client began a new stream. The handler typically attaches its call state.
+  virtual void OnStreamBegin(int32_t stream_id) = 0;
+  // One header field of a block, in wire order. The views are valid during the call only.
+  virtual void OnHeader(int32_t stream_id, void* stream, HeadersKind kind, std::string_view name,
+                        std::string_view value) = 0;
+  // A header block is complete; `end_stream` means the peer will send nothing more.
+  virtual void OnHeadersEnd(int32_t stream_id, void* stream, HeadersKind kind,
+                            bool end_stream) = 0;
+  // DATA payload (never empty). The stream window is not credited until Consume().
+  virtual void OnData(int32_t stream_id, void* stream, Buffer payload) = 0;
+  // END_STREAM arrived on a DATA frame.
+  virtual void OnRemoteEnd(int32_t stream_id, void* stream) = 0;
+  // The stream is closed (`error_code` from RST_STREAM, or kHttp2NoError). Nothing more will be
+  // reported for it and its OutboundStream is no longer referenced by the session.
+  virtual void OnStreamClose(int32_t stream_id, void* stream, uint32_t error_code) = 0;
+  // `bytes` of the stream's outbound data were framed (they left its OutboundStream).
+  virtual void OnDataFramed(int32_t stream_id, void* stream, size_t bytes) {}
+  // The peer sent GOAWAY.
+  virtual void OnGoaway(int32_t last_stream_id, uint32_t error_code) {}
+  // The peer acknowledged one of our PINGs.
+  virtual void OnPingAck(uint64_t payload) {}
+};
+
+// The outbound half of one stream: bytes waiting to become DATA frames, then trailers or
+// END_STREAM. Owned by the layer above; must stay alive until OnStreamClose for its stream.
+class OutboundStream {
+ public:
+  // Appends bytes to send. Call Http2Session::Resume() afterwards.
+  void Push(BufferSlice bytes) { reader_.Append(std::move(bytes)); }
+  // After the queued bytes, end the stream: with `trailers()` if non-empty, else END_STREAM on
+  // the last DATA frame. Call Http2Session::Resume() afterwards.
+  void Finish() { finish_ = true; }
+  [[nodiscard]] HeaderBlock& trailers() { return trailers_; }
+  [[nodiscard]] size_t queued_bytes() const { return reader_.Remaining(); }
+  [[nodiscard]] bool finished() const { return finish_; }
+  // Frees everything queued (the stream ended early) and makes the object reusable.
+  void Reset() {
+    reader_.Close();
+    trailers_.Clear();
+    finish_ = false;
+    deferred_ = false;
+  }
+
+ private:
+  friend class Http2Session;
+  BufferSliceReader reader_;
+  HeaderBlock trailers_;
+  bool finish_ = false;
+  bool deferred_ = false;  // nghttp2 was told "no data yet"; Resume() must wake it
+};
+
+struct Http2Options {
+  bool server = true;
+  uint32_t max_concurrent_streams = 1000;  // advertised and enforced (server)
+  uint32_t initial_stream_window = 65535;
+  uint32_t initial_connection_window = 65535;
+  uint32_t max_frame_size = 16384;
+  uint32_t max_header_list_size = 16 * 1024;  // advertised; enforced by the layer above
+  uint32_t header_table_size = 4096;
+};
+
+class Http2Session {
+ public:
+  // `handler` and `pool` must outlive the session. Queues the connection preface (client) and
+  // the initial SETTINGS (both sides).
+  Http2Session(const Http2Options& options, Http2Handler* handler, BufferPool& pool);
+  ~Http2Session();
+  Http2Session(const Http2Session&) = delete;
+  Http2Session& operator=(const Http2Session&) = delete;
+
+  // Feeds bytes read from the connection. `block` is the pooled read block (its view covers the
+  // bytes read). A non-OK status means the connection is broken beyond repair: flush what
+  // FillBatch() still produces (typically a GOAWAY), then close.
+  Status Receive(Buffer block);
+
+  // Moves frames ready to send into `batch` until nothing is left or the batch is full.
+  Status FillBatch(OutputBatch& batch);
+
+  // True while the session still wants to read / has frames to write. When neither holds, the
+  // connection is done (both sides sent GOAWAY or a fatal error occurred, and all is flushed).
+  [[nodiscard]] bool WantsRead() const;
+  [[nodiscard]] bool WantsWrite() const;
+
+  // Client: opens a stream with `headers` and `out` as its body source; returns the stream id or
+  // 0 if the session refuses new streams (GOAWAY received, ids exhausted).
+  int32_t SubmitRequest(const HeaderBlock& headers, OutboundStream* out, void* stream);
+  // Server: response headers; the body comes from `out`.
+  void SubmitResponse(int32_t stream_id, const HeaderBlock& headers, OutboundStream* out);
+  // Server: a trailers-only response (one HEADERS frame with END_STREAM).
+  void SubmitTrailersOnly(int32_t stream_id, const HeaderBlock& headers);
+  // Wakes the stream's data source after OutboundStream::Push() or Finish().
+  void Resume(int32_t stream_id, OutboundStream* out);
+  // RST_STREAM.
+  void Reset(int32_t stream_id, uint32_t error_code);
+  // Credits `bytes` of the stream's receive window (the layer above consumed them).
+  void Consume(int32_t stream_id, size_t bytes);
+  // Raises a stream's receive window (a message larger than the window is on its way).
+  void SetStreamWindow(int32_t stream_id, int32_t window);
+  void SetStreamData(int32_t stream_id, void* stream);
+
+  // Graceful shutdown, first step: GOAWAY with the maximum stream id (grpc's "shutdown notice").
+  void SubmitShutdownNotice();
+  // GOAWAY with the last stream id actually processed: no new streams after this.
+  void SubmitGoaway(uint32_t error_code, std::string_view debug_data);
+  void SubmitPing(uint64_t payload);
+
+  // Streams currently open (either direction).
+  [[nodiscard]] size_t open_streams() const { return open_streams_; }
+  [[nodiscard]] bool goaway_received() const { return goaway_received_; }
+  [[nodiscard]] bool is_server() const { return server_; }
+  [[nodiscard]] uint32_t peer_max_concurrent_streams() const;
+
+ private:
+  struct Callbacks;
+  friend struct Callbacks;
+
+  nghttp2_session* session_ = nullptr;
+  Http2Handler* handler_;
+  BufferPool* pool_;
+  OutputBatch* batch_ = nullptr;  // set during FillBatch
+  const Buffer* input_ = nullptr;  // the block being parsed, during Receive
+  size_t open_streams_ = 0;
+  bool server_;
+  bool goaway_received_ = false;
+};
+
+// Maps an nghttp2 error code (negative int) to text, for logs and statuses.
+std::string_view Nghttp2ErrorText(int error);
+
+}  // namespace rill::internal
+
+#endif  // RILL_SRC_HTTP2_HTTP2_SESSION_H_

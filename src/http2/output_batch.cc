@@ -1,0 +1,84 @@
+#include "src/http2/output_batch.h"
+
+#include <cstring>
+
+#include "rill/mem/buffer_pool.h"
+
+namespace rill::internal {
+
+void OutputBatch::PushPiece(iovec iov, Buffer keep) {
+  iov_.push_back(iov);
+  keep_.push_back(std::move(keep));
+  bytes_ += iov.iov_len;
+}
+
+void OutputBatch::AppendCopy(std::span<const std::byte> bytes) {
+  while (!bytes.empty()) {
+    if (staging_.empty() || staging_used_ == staging_.size()) {
+      staging_ = Buffer::Allocate(kStagingSize, *pool_);
+      staging_used_ = 0;
+    }
+    const size_t n = std::min(bytes.size(), staging_.size() - staging_used_);
+    std::byte* dst = const_cast<std::byte*>(staging_.data()) + staging_used_;
+    std::memcpy(dst, bytes.data(), n);
+    // Extend the previous piece when it ends where these bytes begin (same staging block).
+    if (first_ < iov_.size()) {
+      iovec& last = iov_.back();
+      if (static_cast<std::byte*>(last.iov_base) + last.iov_len == dst) {
+        last.iov_len += n;
+        bytes_ += n;
+        staging_used_ += n;
+        bytes = bytes.subspan(n);
+        continue;
+      }
+    }
+    PushPiece(iovec{dst, n}, staging_.Slice(staging_used_, staging_used_ + n));
+    staging_used_ += n;
+    bytes = bytes.subspan(n);
+  }
+}
+
+void OutputBatch::AppendPayload(Buffer payload) {
+  if (payload.empty()) return;
+  if (payload.size() < kCopyBelow) {
+    detail::CountCopiedBytes(payload.size());
+    AppendCopy(payload.span());
+    return;
+  }
+  PushPiece(payload.AsIovec(), std::move(payload));
+}
+
+void OutputBatch::Consume(size_t n) {
+  RILL_DCHECK(n <= bytes_);
+  bytes_ -= n;
+  while (n > 0) {
+    iovec& iov = iov_[first_];
+    if (n < iov.iov_len) {
+      iov.iov_base = static_cast<std::byte*>(iov.iov_base) + n;
+      iov.iov_len -= n;
+      break;
+    }
+    n -= iov.iov_len;
+    keep_[first_].Free();
+    ++first_;
+  }
+  if (first_ == iov_.size()) {
+    // Drained: forget the pieces (keeping vector capacity) and give the staging block back.
+    iov_.clear();
+    keep_.clear();
+    first_ = 0;
+    staging_ = Buffer();
+    staging_used_ = 0;
+  }
+}
+
+void OutputBatch::Clear() noexcept {
+  iov_.clear();
+  keep_.clear();
+  first_ = 0;
+  bytes_ = 0;
+  staging_ = Buffer();
+  staging_used_ = 0;
+}
+
+}  // namespace rill::internal
