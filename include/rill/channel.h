@@ -1,0 +1,95 @@
+// rill::Channel: a client's connection to one server address.
+//
+//   auto channel = rill::Channel::Create("localhost:50051");
+//   helloworld::Greeter::Stub stub(channel);
+//
+// Targets: "host:port", "[v6addr]:port", "unix:/path/to.sock" (also "unix:///abs/path").
+// The channel connects lazily at the first call and reconnects with exponential backoff
+// (1 s initial, ×1.6, jitter 0.2, at most 120 s) when the connection breaks. Calls made while no
+// connection is ready wait for one until their deadline (wait-for-ready semantics) or fail with
+// UNAVAILABLE when a connection attempt fails (fail-fast, the default).
+//
+// Thread safety: thread-safe. Calls may be started from any thread; they run on the channel's
+// reactor.
+#ifndef RILL_CHANNEL_H_
+#define RILL_CHANNEL_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rill/status_or.h"
+
+namespace rill {
+
+class BufferPool;
+class ClientInterceptor;
+class ReactorPool;
+
+namespace internal {
+class ChannelImpl;
+}  // namespace internal
+
+struct ChannelOptions {
+  // Where the channel's connection runs. Null: the channel starts one reactor thread of its own.
+  ReactorPool* reactors = nullptr;
+  // Blocks for received and sent messages. Null: DefaultBufferPool().
+  BufferPool* buffer_pool = nullptr;
+
+  // Largest response message accepted; a larger one fails the call with RESOURCE_EXHAUSTED.
+  size_t max_receive_message_size = 4 * 1024 * 1024;
+  // Largest request message sent; a larger one fails the call with RESOURCE_EXHAUSTED.
+  size_t max_send_message_size = SIZE_MAX;
+
+  // :authority for calls (default: the target's host:port).
+  std::string authority;
+  // Prepended to rill's own user-agent token.
+  std::string user_agent_prefix;
+
+  // Reconnection backoff.
+  std::chrono::milliseconds initial_backoff{1000};
+  double backoff_multiplier = 1.6;
+  double backoff_jitter = 0.2;
+  std::chrono::milliseconds max_backoff{120000};
+  std::chrono::milliseconds min_connect_timeout{20000};
+  // Calls wait for a connection instead of failing when an attempt fails.
+  bool wait_for_ready = false;
+
+  // HTTP/2 flow control windows we advertise; 0 leaves the 64 KiB protocol default.
+  uint32_t initial_stream_window = 0;
+  uint32_t initial_connection_window = 0;
+
+  // Run in order for every call; the first is the outermost.
+  std::vector<std::shared_ptr<ClientInterceptor>> interceptors;
+};
+
+class Channel {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // Never fails for a well-formed target; a malformed one gives INVALID_ARGUMENT.
+  static StatusOr<std::shared_ptr<Channel>> Create(std::string_view target,
+                                                   ChannelOptions options = {});
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  [[nodiscard]] const std::string& target() const noexcept;
+  // Connects now rather than at the first call. Returns true once connected, false if the
+  // deadline passed first. Must not be called on a reactor thread.
+  bool WaitForConnected(Clock::time_point deadline);
+
+  [[nodiscard]] internal::ChannelImpl& impl() noexcept { return *impl_; }
+
+ private:
+  explicit Channel(std::unique_ptr<internal::ChannelImpl> impl);
+  std::unique_ptr<internal::ChannelImpl> impl_;
+};
+
+}  // namespace rill
+
+#endif  // RILL_CHANNEL_H_

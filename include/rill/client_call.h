@@ -1,0 +1,263 @@
+// Client calls: the functions generated stubs call, and the client-side stream types.
+//
+// Generated stubs wrap these; users normally see only the stub methods:
+//
+//   // Blocking (must not run on a reactor thread):
+//   rill::Status s = stub.SayHello(ctx, request, &reply);
+//   // Any Asio completion token; with use_awaitable inside a coroutine:
+//   rill::Status s = co_await stub.SayHello(ctx, request, &reply, asio::use_awaitable);
+//   stub.SayHello(ctx, request, &reply, [](rill::Status s) { ... });
+//
+//   // Streams:
+//   auto stream = stub.RouteChat(ctx);
+//   co_await stream->Write(note);
+//   while (co_await stream->Read(&reply)) ...
+//   rill::Status s = co_await stream->Finish();
+//
+// Completions run on the handler's associated executor (inline on the channel's reactor for a
+// plain callback). `context`, `request` and `response` must stay alive until the call completes.
+//
+// Thread safety: a call may be started from any thread. A stream allows one outstanding Read()
+// and one outstanding Write()/WritesDone() at a time.
+#ifndef RILL_CLIENT_CALL_H_
+#define RILL_CLIENT_CALL_H_
+
+#include <asio/async_result.hpp>
+#include <memory>
+#include <utility>
+
+#include "rill/awaitable.h"
+#include "rill/channel.h"
+#include "rill/client_context.h"
+#include "rill/completion.h"
+#include "rill/server_stream.h"
+#include "rill/service.h"
+#include "rill/status.h"
+
+namespace rill {
+
+// Names a method for the client: generated stubs hold one per method.
+struct MethodDescriptor {
+  const char* path;  // "/package.Service/Method"
+  RpcKind kind;
+};
+
+namespace detail {
+
+using UnaryCompletion = Completion<void(Status)>;
+
+// Starts a unary call; `done` runs once with its status.
+void StartUnaryCall(Channel& channel, const MethodDescriptor& method, ClientContext& context,
+                    const MessageLite& request, MessageLite* response, UnaryCompletion done);
+
+// Runs a unary call to completion on the calling thread (not a reactor thread).
+Status BlockingUnaryCall(Channel& channel, const MethodDescriptor& method, ClientContext& context,
+                         const MessageLite& request, MessageLite* response);
+
+template <typename CompletionToken>
+auto AsyncUnaryCall(Channel& channel, const MethodDescriptor& method, ClientContext& context,
+                    const MessageLite& request, MessageLite* response, CompletionToken&& token) {
+  return asio::async_initiate<CompletionToken, void(Status)>(
+      [](auto handler, Channel* ch, const MethodDescriptor* m, ClientContext* ctx,
+         const MessageLite* req, MessageLite* resp) {
+        StartUnaryCall(*ch, *m, *ctx, *req, resp, UnaryCompletion(std::move(handler)));
+      },
+      token, &channel, &method, &context, &request, response);
+}
+
+}  // namespace detail
+
+namespace internal {
+
+// The untyped client stream behind the typed wrappers; implemented by the channel.
+class ClientStreamCore {
+ public:
+  virtual ~ClientStreamCore() = default;
+  // Each operation completes with false when the stream is over (call Finish() for the status).
+  virtual void StartWrite(const google::protobuf::MessageLite& message, WriteOptions options,
+                          bool last, detail::Completion<void(bool)> done) = 0;
+  virtual void StartWritesDone(detail::Completion<void(bool)> done) = 0;
+  virtual void StartRead(google::protobuf::MessageLite* message,
+                         detail::Completion<void(bool)> done) = 0;
+  // Completes with the call's status once the server has ended the call (or it failed).
+  virtual void StartFinish(detail::Completion<void(Status)> done) = 0;
+};
+
+}  // namespace internal
+
+namespace detail {
+
+std::unique_ptr<internal::ClientStreamCore> StartClientStream(Channel& channel,
+                                                              const MethodDescriptor& method,
+                                                              ClientContext& context);
+
+// Operations shared by the typed streams.
+class ClientStreamOps {
+ public:
+  explicit ClientStreamOps(std::unique_ptr<internal::ClientStreamCore> core)
+      : core_(std::move(core)) {}
+
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto WriteMessage(const MessageLite& message, WriteOptions options, bool last,
+                    Token&& token = {}) {
+    return asio::async_initiate<Token, void(bool)>(
+        [](auto handler, internal::ClientStreamCore* core, const MessageLite* m,
+           WriteOptions o, bool l) {
+          core->StartWrite(*m, o, l, Completion<void(bool)>(std::move(handler)));
+        },
+        token, core_.get(), &message, options, last);
+  }
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto ReadMessage(MessageLite* message, Token&& token = {}) {
+    return asio::async_initiate<Token, void(bool)>(
+        [](auto handler, internal::ClientStreamCore* core, MessageLite* m) {
+          core->StartRead(m, Completion<void(bool)>(std::move(handler)));
+        },
+        token, core_.get(), message);
+  }
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto DoWritesDone(Token&& token = {}) {
+    return asio::async_initiate<Token, void(bool)>(
+        [](auto handler, internal::ClientStreamCore* core) {
+          core->StartWritesDone(Completion<void(bool)>(std::move(handler)));
+        },
+        token, core_.get());
+  }
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto DoFinish(Token&& token = {}) {
+    return asio::async_initiate<Token, void(Status)>(
+        [](auto handler, internal::ClientStreamCore* core) {
+          core->StartFinish(Completion<void(Status)>(std::move(handler)));
+        },
+        token, core_.get());
+  }
+
+  bool BlockingWriteMessage(const MessageLite& message, WriteOptions options, bool last);
+  bool BlockingReadMessage(MessageLite* message);
+  bool BlockingWritesDone();
+  Status BlockingFinish();
+
+ private:
+  std::unique_ptr<internal::ClientStreamCore> core_;
+};
+
+}  // namespace detail
+
+// Bidirectional stream: the client writes W and reads R.
+template <typename W, typename R>
+class ClientReaderWriter {
+ public:
+  explicit ClientReaderWriter(std::unique_ptr<internal::ClientStreamCore> core)
+      : ops_(std::move(core)) {}
+
+  // Awaitable forms (default token asio::use_awaitable; any Asio token works).
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto Write(const W& message, WriteOptions options = {}, Token&& token = {}) {
+    return ops_.WriteMessage(message, options, false, std::forward<Token>(token));
+  }
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto WriteLast(const W& message, WriteOptions options = {}, Token&& token = {}) {
+    return ops_.WriteMessage(message, options, true, std::forward<Token>(token));
+  }
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto Read(R* message, Token&& token = {}) {
+    return ops_.ReadMessage(message, std::forward<Token>(token));
+  }
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto WritesDone(Token&& token = {}) {
+    return ops_.DoWritesDone(std::forward<Token>(token));
+  }
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto Finish(Token&& token = {}) {
+    return ops_.DoFinish(std::forward<Token>(token));
+  }
+
+  // Blocking forms (not on a reactor thread).
+  bool BlockingWrite(const W& message, WriteOptions options = {}) {
+    return ops_.BlockingWriteMessage(message, options, false);
+  }
+  bool BlockingWriteLast(const W& message, WriteOptions options = {}) {
+    return ops_.BlockingWriteMessage(message, options, true);
+  }
+  bool BlockingRead(R* message) { return ops_.BlockingReadMessage(message); }
+  bool BlockingWritesDone() { return ops_.BlockingWritesDone(); }
+  Status BlockingFinish() { return ops_.BlockingFinish(); }
+
+ private:
+  detail::ClientStreamOps ops_;
+};
+
+// Server streaming: the request was sent at creation; the client reads R.
+template <typename R>
+class ClientReader {
+ public:
+  explicit ClientReader(std::unique_ptr<internal::ClientStreamCore> core)
+      : ops_(std::move(core)) {}
+
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto Read(R* message, Token&& token = {}) {
+    return ops_.ReadMessage(message, std::forward<Token>(token));
+  }
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto Finish(Token&& token = {}) {
+    return ops_.DoFinish(std::forward<Token>(token));
+  }
+  bool BlockingRead(R* message) { return ops_.BlockingReadMessage(message); }
+  Status BlockingFinish() { return ops_.BlockingFinish(); }
+
+  // For generated code: sends the single request and half-closes.
+  void SendRequest(const google::protobuf::MessageLite& request) {
+    ops_.WriteMessage(request, WriteOptions{}, true, [](bool) {});
+  }
+
+ private:
+  detail::ClientStreamOps ops_;
+};
+
+// Client streaming: the client writes W; Finish() delivers the response into the message given
+// at creation, and the status.
+template <typename W>
+class ClientWriter {
+ public:
+  ClientWriter(std::unique_ptr<internal::ClientStreamCore> core,
+               google::protobuf::MessageLite* response)
+      : ops_(std::move(core)), response_(response) {}
+
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto Write(const W& message, WriteOptions options = {}, Token&& token = {}) {
+    return ops_.WriteMessage(message, options, false, std::forward<Token>(token));
+  }
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto WritesDone(Token&& token = {}) {
+    return ops_.DoWritesDone(std::forward<Token>(token));
+  }
+  // Half-closes if not done yet, reads the response, and completes with the status.
+  [[nodiscard]] Awaitable<Status> Finish();
+  bool BlockingWrite(const W& message, WriteOptions options = {}) {
+    return ops_.BlockingWriteMessage(message, options, false);
+  }
+  bool BlockingWritesDone() { return ops_.BlockingWritesDone(); }
+  Status BlockingFinish();
+
+ private:
+  detail::ClientStreamOps ops_;
+  google::protobuf::MessageLite* response_;
+};
+
+template <typename W>
+Awaitable<Status> ClientWriter<W>::Finish() {
+  co_await ops_.DoWritesDone(asio::use_awaitable);
+  co_await ops_.ReadMessage(response_, asio::use_awaitable);
+  co_return co_await ops_.DoFinish(asio::use_awaitable);
+}
+
+template <typename W>
+Status ClientWriter<W>::BlockingFinish() {
+  ops_.BlockingWritesDone();
+  ops_.BlockingReadMessage(response_);
+  return ops_.BlockingFinish();
+}
+
+}  // namespace rill
+
+#endif  // RILL_CLIENT_CALL_H_

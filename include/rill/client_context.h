@@ -1,0 +1,89 @@
+// rill::ClientContext: per-call settings a client chooses (metadata, deadline, cancellation)
+// and what it learns besides the response (the server's initial and trailing metadata).
+//
+//   rill::ClientContext ctx;
+//   ctx.AddMetadata("x-request-id", "42");
+//   ctx.set_timeout(std::chrono::milliseconds(200));
+//   rill::Status s = stub.SayHello(ctx, request, &reply);
+//   if (auto v = ctx.trailing_metadata().Get("x-served-by")) ...
+//
+// A context serves one call; create a new one (or Reset() it) for the next. It must outlive the
+// call it is used for.
+//
+// Thread safety: TryCancel() may be called from any thread at any time; everything else is
+// thread-compatible (set up before the call, read after it completed).
+#ifndef RILL_CLIENT_CONTEXT_H_
+#define RILL_CLIENT_CONTEXT_H_
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "rill/metadata.h"
+
+namespace rill {
+namespace internal {
+class ClientCall;
+}  // namespace internal
+
+class ClientContext {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  ClientContext() = default;
+  ~ClientContext();
+  ClientContext(const ClientContext&) = delete;
+  ClientContext& operator=(const ClientContext&) = delete;
+
+  // Custom metadata sent with the request.
+  void AddMetadata(std::string_view key, std::string_view value) { metadata_.Add(key, value); }
+  [[nodiscard]] const Metadata& metadata() const noexcept { return metadata_; }
+  [[nodiscard]] Metadata& mutable_metadata() noexcept { return metadata_; }
+
+  // The call fails with DEADLINE_EXCEEDED if it has not completed by then; the server learns the
+  // remaining time through grpc-timeout.
+  void set_deadline(Clock::time_point deadline) noexcept { deadline_ = deadline; }
+  template <typename Rep, typename Period>
+  void set_timeout(std::chrono::duration<Rep, Period> timeout) noexcept {
+    deadline_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(timeout);
+  }
+  [[nodiscard]] Clock::time_point deadline() const noexcept { return deadline_; }
+
+  // Overrides the :authority header (default: the channel's authority).
+  void set_authority(std::string_view authority) { authority_ = authority; }
+  [[nodiscard]] std::string_view authority() const noexcept { return authority_; }
+
+  // Cancels the call if it is still running: the server sees RST_STREAM(CANCEL) and the call
+  // completes with CANCELLED. Safe from any thread; no effect after completion.
+  void TryCancel();
+
+  // The server's response headers / trailers. Valid once the call completed.
+  [[nodiscard]] const Metadata& initial_metadata() const noexcept { return initial_metadata_; }
+  [[nodiscard]] const Metadata& trailing_metadata() const noexcept { return trailing_metadata_; }
+  // The peer's address once connected, e.g. "ipv4:127.0.0.1:50051".
+  [[nodiscard]] std::string_view peer() const noexcept { return peer_; }
+
+  // Makes the context reusable for another call (metadata, deadline and results cleared;
+  // capacity kept).
+  void Reset();
+
+ private:
+  friend class internal::ClientCall;
+
+  Metadata metadata_;
+  Metadata initial_metadata_;
+  Metadata trailing_metadata_;
+  Clock::time_point deadline_ = Clock::time_point::max();
+  std::string authority_;
+  std::string peer_;
+
+  std::mutex mu_;  // guards call_ and cancelled_ against TryCancel() from other threads
+  internal::ClientCall* call_ = nullptr;  // the running call (holds a reference), or null
+  bool cancelled_ = false;
+};
+
+}  // namespace rill
+
+#endif  // RILL_CLIENT_CONTEXT_H_

@@ -1,0 +1,119 @@
+// rill::Server and rill::ServerBuilder.
+//
+//   GreeterImpl greeter;                     // derives from helloworld::Greeter::Service
+//   int port = 0;
+//   auto server = rill::ServerBuilder()
+//                     .AddListeningPort("0.0.0.0:50051", &port)
+//                     .RegisterService(&greeter)
+//                     .Build();
+//   if (!server.ok()) return Fail(server.status());
+//   (*server)->Wait();                       // until Shutdown() from another thread
+//
+// Addresses: "host:port", "[::]:port", "0.0.0.0:0" (port 0 picks a free port, reported through
+// `selected_port`), "unix:/path/to.sock".
+//
+// Thread safety: thread-safe.
+#ifndef RILL_SERVER_H_
+#define RILL_SERVER_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rill/status_or.h"
+
+namespace rill {
+
+class BufferPool;
+class ReactorPool;
+class Service;
+class ServerInterceptor;
+
+namespace internal {
+class ServerImpl;
+}  // namespace internal
+
+struct ServerOptions {
+  // Largest request message accepted (judged from the message prefix, before buffering, and
+  // again after decompression); a larger one fails the call with RESOURCE_EXHAUSTED.
+  size_t max_receive_message_size = 4 * 1024 * 1024;
+  // Largest response message sent; a larger one fails the call with RESOURCE_EXHAUSTED.
+  size_t max_send_message_size = SIZE_MAX;
+  // Streams a client may open at once on one connection (advertised in SETTINGS).
+  uint32_t max_concurrent_streams = 1000;
+  // Largest request header block accepted; a larger one fails that call with
+  // RESOURCE_EXHAUSTED while the connection lives on.
+  uint32_t max_header_list_size = 16 * 1024;
+  // HTTP/2 flow control windows we advertise; 0 leaves the 64 KiB protocol default.
+  uint32_t initial_stream_window = 0;
+  uint32_t initial_connection_window = 0;
+  // A connection that has not sent its HTTP/2 preface by then is closed.
+  std::chrono::milliseconds handshake_timeout{20000};
+  // Graceful shutdown gives in-flight calls this long before cancelling them.
+  std::chrono::milliseconds shutdown_grace{5000};
+  // Bytes read from a socket at a time (one pooled block per read).
+  size_t read_block_size = 32 * 1024;
+};
+
+class Server {
+ public:
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Stops accepting, sends GOAWAY, lets in-flight calls finish for up to `grace`, then cancels
+  // what is left and closes every connection. Returns when all handlers have finished.
+  // Idempotent; also run by the destructor with the configured grace.
+  void Shutdown(std::chrono::milliseconds grace);
+  void Shutdown();
+  // Closes everything now, cancelling in-flight calls.
+  void ShutdownNow() { Shutdown(std::chrono::milliseconds(0)); }
+  // Blocks until Shutdown() completed.
+  void Wait();
+
+  // Ports actually bound, in AddListeningPort order (0 for Unix sockets).
+  [[nodiscard]] const std::vector<int>& ports() const noexcept;
+
+ private:
+  friend class ServerBuilder;
+  explicit Server(std::unique_ptr<internal::ServerImpl> impl);
+  std::unique_ptr<internal::ServerImpl> impl_;
+};
+
+class ServerBuilder {
+ public:
+  ServerBuilder();
+  ~ServerBuilder();
+  ServerBuilder(ServerBuilder&&) noexcept;
+  ServerBuilder& operator=(ServerBuilder&&) noexcept;
+
+  // `selected_port`, if given, receives the bound port once Build() succeeded.
+  ServerBuilder& AddListeningPort(std::string_view address, int* selected_port = nullptr);
+  // The service must outlive the server.
+  ServerBuilder& RegisterService(Service* service);
+  ServerBuilder& AddInterceptor(std::shared_ptr<ServerInterceptor> interceptor);
+  ServerBuilder& SetOptions(const ServerOptions& options);
+  ServerOptions& options();
+  // Threads to run on. Null (default): the server starts one reactor per core.
+  ServerBuilder& SetReactors(ReactorPool* reactors);
+  // Start this many reactors (when no ReactorPool is given).
+  ServerBuilder& SetReactorCount(size_t count);
+  // Blocks for requests and responses. Null (default): DefaultBufferPool().
+  ServerBuilder& SetBufferPool(BufferPool* pool);
+
+  // Binds every address and starts serving. Fails with the first bind error, or
+  // INVALID_ARGUMENT for a malformed address or a method registered twice.
+  StatusOr<std::unique_ptr<Server>> Build();
+
+ private:
+  struct Config;
+  std::unique_ptr<Config> config_;
+};
+
+}  // namespace rill
+
+#endif  // RILL_SERVER_H_

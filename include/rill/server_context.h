@@ -1,0 +1,109 @@
+// rill::ServerContext: what a handler knows about the call it serves, and how it shapes the
+// response beyond the message: initial and trailing metadata, cancellation, the deadline.
+//
+//   rill::Status SayHello(rill::ServerContext& ctx, const HelloRequest& req, HelloReply& reply) {
+//     if (auto id = ctx.client_metadata().Get("x-request-id")) ctx.AddTrailingMetadata("x-id", *id);
+//     if (ctx.IsCancelled()) return rill::Status(rill::StatusCode::kCancelled, "client left");
+//     reply.set_message("Hello " + req.name());
+//     return rill::Status();
+//   }
+//
+// The context lives as long as the call; handlers receive it by reference and may keep using it
+// until they return (or, for coroutine handlers, until their coroutine completes).
+//
+// Coroutine handlers run with an Asio cancellation slot bound to the call: when the client
+// cancels, the deadline passes or the server shuts down, the operation the handler is awaiting
+// completes with asio::error::operation_aborted.
+//
+// Thread safety: reactor-confined. A handler that moved work to another thread must come back
+// to the call's reactor before touching the context.
+#ifndef RILL_SERVER_CONTEXT_H_
+#define RILL_SERVER_CONTEXT_H_
+
+#include <chrono>
+#include <string>
+#include <string_view>
+
+#include "rill/metadata.h"
+#include "rill/status.h"
+
+namespace asio {
+class io_context;
+}  // namespace asio
+
+namespace rill {
+namespace internal {
+class ServerCall;
+}  // namespace internal
+
+class ServerContext {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  ServerContext(const ServerContext&) = delete;
+  ServerContext& operator=(const ServerContext&) = delete;
+
+  // The request's custom metadata (reserved and pseudo headers excluded, except user-agent).
+  // Interceptors may modify it before the handler runs.
+  [[nodiscard]] const Metadata& client_metadata() const noexcept { return client_metadata_; }
+  [[nodiscard]] Metadata& mutable_client_metadata() noexcept { return client_metadata_; }
+
+  // Metadata sent in the response headers. Effective until the headers are sent: with the
+  // first response message, at SendInitialMetadata(), or with the status.
+  void AddInitialMetadata(std::string_view key, std::string_view value) {
+    initial_metadata_.Add(key, value);
+  }
+  // Metadata sent with the status.
+  void AddTrailingMetadata(std::string_view key, std::string_view value) {
+    trailing_metadata_.Add(key, value);
+  }
+  [[nodiscard]] Metadata& initial_metadata() noexcept { return initial_metadata_; }
+  [[nodiscard]] Metadata& trailing_metadata() noexcept { return trailing_metadata_; }
+
+  // Sends the response headers now (streaming handlers that want the client to see them before
+  // the first message). No effect once they were sent.
+  void SendInitialMetadata();
+
+  // When the client's deadline passes (Clock::time_point::max() without one).
+  [[nodiscard]] Clock::time_point deadline() const noexcept { return deadline_; }
+  // True once the client cancelled, the deadline passed, the connection broke, or the server is
+  // shutting down immediately. A handler that sees it may stop early; its result is discarded.
+  [[nodiscard]] bool IsCancelled() const noexcept { return cancelled_; }
+
+  // "/package.Service/Method".
+  [[nodiscard]] std::string_view method() const noexcept { return method_; }
+  // The :authority the client sent.
+  [[nodiscard]] std::string_view authority() const noexcept { return authority_; }
+  // The peer's address, e.g. "ipv4:127.0.0.1:53012", "ipv6:[::1]:53012" or "unix:/path".
+  [[nodiscard]] std::string_view peer() const noexcept;
+
+  // The encoding the request used ("identity" when uncompressed).
+  [[nodiscard]] std::string_view request_encoding() const noexcept { return request_encoding_; }
+
+  // The reactor this call runs on (for co_spawn, timers, and coming back from other threads).
+  [[nodiscard]] asio::io_context& io_context() const noexcept;
+
+ private:
+  friend class internal::ServerCall;
+  explicit ServerContext(internal::ServerCall* call) : call_(call) {}
+  void Reset();
+
+  internal::ServerCall* call_;
+  Metadata client_metadata_;
+  Metadata initial_metadata_;
+  Metadata trailing_metadata_;
+  Clock::time_point deadline_ = Clock::time_point::max();
+  std::string method_;
+  std::string authority_;
+  std::string request_encoding_;
+  bool cancelled_ = false;
+  bool run_async_ = false;  // set by a generated sync stub that was not overridden
+
+ public:
+  // For generated code: marks that the coroutine form of the handler must run.
+  Status RunAsyncHandler() noexcept;
+};
+
+}  // namespace rill
+
+#endif  // RILL_SERVER_CONTEXT_H_

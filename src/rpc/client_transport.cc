@@ -1,0 +1,95 @@
+#include "src/rpc/client_transport.h"
+
+#include "src/rpc/channel_impl.h"
+#include "src/rpc/client_call.h"
+
+namespace rill::internal {
+namespace {
+
+Http2Connection::Options ConnectionOptions(const ChannelOptions& o) {
+  Http2Connection::Options options;
+  options.http2.server = false;
+  if (o.initial_stream_window != 0) options.http2.initial_stream_window = o.initial_stream_window;
+  if (o.initial_connection_window != 0) {
+    options.http2.initial_connection_window = o.initial_connection_window;
+  }
+  return options;
+}
+
+ClientCall* CallOf(void* stream) { return static_cast<ClientCall*>(stream); }
+
+}  // namespace
+
+ClientTransport::ClientTransport(ChannelImpl& channel, Http2Connection::Socket socket)
+    : channel_(channel),
+      connection_(std::move(socket), ConnectionOptions(channel.options()), this, channel.pool(),
+                  this) {}
+
+ClientTransport::~ClientTransport() = default;
+
+void ClientTransport::Start() { connection_.Start(); }
+
+bool ClientTransport::StartCall(ClientCall* call) {
+  if (!accepting_calls()) return false;
+  call->transport_index = calls_.size();
+  calls_.push_back(call);
+  return true;
+}
+
+void ClientTransport::DetachCall(ClientCall* call) {
+  const size_t i = call->transport_index;
+  if (i >= calls_.size() || calls_[i] != call) return;
+  calls_[i] = calls_.back();
+  calls_[i]->transport_index = i;
+  calls_.pop_back();
+}
+
+void ClientTransport::OnHeader(int32_t, void* stream, HeadersKind kind, std::string_view name,
+                               std::string_view value) {
+  if (stream != nullptr) CallOf(stream)->OnHeader(kind, name, value);
+}
+
+void ClientTransport::OnHeadersEnd(int32_t, void* stream, HeadersKind kind, bool end_stream) {
+  if (stream != nullptr) CallOf(stream)->OnHeadersEnd(kind, end_stream);
+}
+
+void ClientTransport::OnData(int32_t stream_id, void* stream, Buffer payload) {
+  if (stream != nullptr) {
+    CallOf(stream)->OnData(std::move(payload));
+  } else {
+    session().Consume(stream_id, payload.size());
+  }
+}
+
+void ClientTransport::OnRemoteEnd(int32_t, void* stream) {
+  if (stream != nullptr) CallOf(stream)->OnRemoteEnd();
+}
+
+void ClientTransport::OnStreamClose(int32_t stream_id, void* stream, uint32_t error_code) {
+  if (stream == nullptr) return;
+  session().SetStreamData(stream_id, nullptr);
+  CallOf(stream)->OnStreamClosed(error_code);
+}
+
+void ClientTransport::OnDataFramed(int32_t, void* stream, size_t bytes) {
+  if (stream != nullptr) CallOf(stream)->OnDataFramed(bytes);
+}
+
+void ClientTransport::OnGoaway(int32_t /*last_stream_id*/, uint32_t /*error_code*/) {
+  if (goaway_) return;
+  goaway_ = true;
+  // Streams above last_stream_id are closed by the session (REFUSED_STREAM → UNAVAILABLE);
+  // the others finish here while new calls go to a new connection.
+  channel_.OnTransportGoaway(this);
+}
+
+void ClientTransport::OnConnectionDone(const Status& reason) {
+  done_ = true;
+  // Completions may start new calls; iterate over a detached list.
+  std::vector<ClientCall*> calls;
+  calls.swap(calls_);
+  for (ClientCall* call : calls) call->OnConnectionLost(reason);
+  channel_.OnTransportDone(this, reason);
+}
+
+}  // namespace rill::internal

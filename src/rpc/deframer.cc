@@ -1,0 +1,53 @@
+#include "src/rpc/deframer.h"
+
+#include <string>
+
+#include "src/rpc/codec.h"
+
+namespace rill::internal {
+namespace {
+
+// Compaction only pays for itself once a partial message holds at least this much.
+constexpr size_t kCompactionFloor = 16 * 1024;
+
+}  // namespace
+
+MessageDeframer::Result MessageDeframer::Next(Message& out, Status& error, BufferPool& pool) {
+  if (!have_prefix_) {
+    if (pending_.size() < kMessagePrefixSize) return Result::kNeedMore;
+    std::byte prefix[kMessagePrefixSize];
+    pending_.CopyTo(prefix);
+    const auto flag = static_cast<uint8_t>(prefix[0]);
+    const uint32_t size = (static_cast<uint32_t>(prefix[1]) << 24) |
+                          (static_cast<uint32_t>(prefix[2]) << 16) |
+                          (static_cast<uint32_t>(prefix[3]) << 8) | static_cast<uint32_t>(prefix[4]);
+    if (flag > 1) {
+      error = Status(StatusCode::kInternal,
+                     "invalid message flag " + std::to_string(flag) + " (must be 0 or 1)");
+      return Result::kError;
+    }
+    if (size > max_message_size_) {
+      error = Status(StatusCode::kResourceExhausted,
+                     "received message larger than max (" + std::to_string(size) + " vs. " +
+                         std::to_string(max_message_size_) + ")");
+      return Result::kError;
+    }
+    pending_.TakeFront(kMessagePrefixSize).Free();
+    have_prefix_ = true;
+    compressed_ = flag == 1;
+    body_size_ = size;
+  }
+  if (pending_.size() < body_size_) {
+    if (pending_.size() >= kCompactionFloor && pending_.PinnedBytes() > 2 * pending_.size()) {
+      pending_.Compact(pool);
+    }
+    return Result::kNeedMore;
+  }
+  out.body = pending_.TakeFront(body_size_);
+  out.compressed = compressed_;
+  have_prefix_ = false;
+  body_size_ = 0;
+  return Result::kMessage;
+}
+
+}  // namespace rill::internal

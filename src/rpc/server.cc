@@ -1,0 +1,70 @@
+#include "rill/server.h"
+
+#include "src/rpc/server_impl.h"
+
+namespace rill {
+
+struct ServerBuilder::Config : internal::ServerConfig {};
+
+ServerBuilder::ServerBuilder() : config_(std::make_unique<Config>()) {}
+ServerBuilder::~ServerBuilder() = default;
+ServerBuilder::ServerBuilder(ServerBuilder&&) noexcept = default;
+ServerBuilder& ServerBuilder::operator=(ServerBuilder&&) noexcept = default;
+
+ServerBuilder& ServerBuilder::AddListeningPort(std::string_view address, int* selected_port) {
+  config_->ports.push_back({std::string(address), selected_port});
+  return *this;
+}
+
+ServerBuilder& ServerBuilder::RegisterService(Service* service) {
+  config_->services.push_back(service);
+  return *this;
+}
+
+ServerBuilder& ServerBuilder::AddInterceptor(std::shared_ptr<ServerInterceptor> interceptor) {
+  config_->interceptors.push_back(std::move(interceptor));
+  return *this;
+}
+
+ServerBuilder& ServerBuilder::SetOptions(const ServerOptions& options) {
+  config_->options = options;
+  return *this;
+}
+
+ServerOptions& ServerBuilder::options() { return config_->options; }
+
+ServerBuilder& ServerBuilder::SetReactors(ReactorPool* reactors) {
+  config_->reactors = reactors;
+  return *this;
+}
+
+ServerBuilder& ServerBuilder::SetReactorCount(size_t count) {
+  config_->reactor_count = count;
+  return *this;
+}
+
+ServerBuilder& ServerBuilder::SetBufferPool(BufferPool* pool) {
+  config_->pool = pool;
+  return *this;
+}
+
+StatusOr<std::unique_ptr<Server>> ServerBuilder::Build() {
+  auto impl = std::make_unique<internal::ServerImpl>(std::move(*config_));
+  Status status = impl->Start();
+  if (!status.ok()) return status;
+  return std::unique_ptr<Server>(new Server(std::move(impl)));
+}
+
+Server::Server(std::unique_ptr<internal::ServerImpl> impl) : impl_(std::move(impl)) {}
+
+Server::~Server() { Shutdown(); }
+
+void Server::Shutdown(std::chrono::milliseconds grace) { impl_->Shutdown(grace); }
+
+void Server::Shutdown() { impl_->Shutdown(impl_->options().shutdown_grace); }
+
+void Server::Wait() { impl_->Wait(); }
+
+const std::vector<int>& Server::ports() const noexcept { return impl_->ports(); }
+
+}  // namespace rill

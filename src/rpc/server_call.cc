@@ -1,0 +1,534 @@
+#include "src/rpc/server_call.h"
+
+#include <asio/bind_cancellation_slot.hpp>
+#include <asio/co_spawn.hpp>
+#include <charconv>
+
+#include "rill/interceptor.h"
+#include "src/rpc/call_headers.h"
+#include "src/rpc/codec.h"
+#include "src/rpc/server_impl.h"
+#include "src/rpc/server_transport.h"
+#include "src/rpc/wire_format.h"
+
+namespace rill {
+
+// ServerContext's out-of-line members live here, next to the call they forward to.
+
+void ServerContext::SendInitialMetadata() { call_->SendInitialMetadata(); }
+
+std::string_view ServerContext::peer() const noexcept {
+  return call_->transport().connection().peer();
+}
+
+asio::io_context& ServerContext::io_context() const noexcept {
+  return call_->transport().connection().io_context();
+}
+
+Status ServerContext::RunAsyncHandler() noexcept {
+  run_async_ = true;
+  return Status();
+}
+
+void ServerContext::Reset() {
+  client_metadata_.Clear();
+  initial_metadata_.Clear();
+  trailing_metadata_.Clear();
+  deadline_ = Clock::time_point::max();
+  method_.clear();
+  authority_.clear();
+  request_encoding_.clear();
+  cancelled_ = false;
+  run_async_ = false;
+}
+
+namespace internal {
+namespace {
+
+google::protobuf::ArenaOptions ArenaOptionsFor(std::byte* block, size_t size) {
+  google::protobuf::ArenaOptions options;
+  options.initial_block = reinterpret_cast<char*>(block);
+  options.initial_block_size = size;
+  return options;
+}
+
+std::string_view HttpStatusText(int status, char (&buf)[4]) {
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), status);
+  return {buf, static_cast<size_t>(end - buf)};
+}
+
+}  // namespace
+
+ServerCall::ServerCall(ServerTransport& transport)
+    : transport_(&transport),
+      context_(this),
+      read_waiter_(transport.connection().io_context()),
+      write_waiter_(transport.connection().io_context()),
+      deadline_timer_(transport.connection().io_context()),
+      arena_(ArenaOptionsFor(arena_block_, kArenaBlockSize)) {
+  const uint32_t window = transport.server().options().initial_stream_window;
+  stream_window_ = window != 0 ? window : 65535;
+}
+
+ServerCall::~ServerCall() = default;
+
+void ServerCall::Begin(int32_t stream_id) {
+  stream_id_ = stream_id;
+  phase_ = Phase::kHeaders;
+  method_ = nullptr;
+  context_.Reset();
+  header_bytes_ = 0;
+  http_error_ = 0;
+  header_error_ = Status();
+  saw_method_post_ = false;
+  saw_grpc_content_type_ = false;
+  saw_path_ = false;
+  timeout_.reset();
+  inbound_.Reset(transport_->server().options().max_receive_message_size, stream_window_,
+                 /*credit_on_receipt=*/true);
+  remote_closed_ = false;
+  out_.Reset();
+  headers_sent_ = false;
+  status_sent_ = false;
+  stream_closed_ = false;
+  handler_running_ = false;
+  released_ = false;
+  interceptors_started_ = 0;
+  request_message_ = nullptr;
+  response_message_ = nullptr;
+}
+
+void ServerCall::OnHeader(std::string_view name, std::string_view value) {
+  if (phase_ != Phase::kHeaders) return;  // request trailers carry nothing gRPC uses
+  // RFC 9113 §6.5.2 size accounting: name + value + 32 per field.
+  header_bytes_ += name.size() + value.size() + 32;
+  if (header_bytes_ > transport_->server().options().max_header_list_size) {
+    if (header_error_.ok() && http_error_ == 0) {
+      header_error_ = Status(StatusCode::kResourceExhausted, "request headers are too large");
+      http_error_ = 200;
+    }
+    return;
+  }
+  if (http_error_ != 0) return;  // the first problem decides the answer
+
+  if (!name.empty() && name[0] == ':') {
+    if (name == ":path") {
+      saw_path_ = true;
+      context_.method_.assign(value);
+      method_ = transport_->server().FindMethod(value);
+    } else if (name == ":method") {
+      saw_method_post_ = value == "POST";
+    } else if (name == ":authority") {
+      context_.authority_.assign(value);
+    }
+    return;
+  }
+  if (name == "content-type") {
+    saw_grpc_content_type_ = IsGrpcContentType(value);
+  } else if (name == "grpc-timeout") {
+    timeout_ = ParseTimeout(value);
+    if (!timeout_) {
+      http_error_ = 400;
+      header_error_ = Status(StatusCode::kInternal,
+                             "malformed grpc-timeout \"" + std::string(value) + "\"");
+    }
+  } else if (name == "grpc-encoding") {
+    context_.request_encoding_.assign(value);
+  } else if (name == "te" || name == "grpc-accept-encoding") {
+    // te is validated by the HTTP/2 layer; accepted encodings matter once compression exists.
+  } else if (!AddReceivedMetadata(name, value, context_.client_metadata_, scratch_)) {
+    http_error_ = 400;
+    header_error_ = Status(StatusCode::kInternal,
+                           "invalid base64 in binary header \"" + std::string(name) + "\"");
+  }
+}
+
+void ServerCall::OnHeadersEnd(bool end_stream) {
+  if (phase_ != Phase::kHeaders) {
+    if (end_stream) OnRemoteEnd();
+    return;
+  }
+  phase_ = Phase::kReceiving;
+  // The order of these checks decides which answer a request with several problems gets:
+  // HTTP-level problems first, then header contents, then routing.
+  if (!saw_method_post_) {
+    Fail(405, Status(StatusCode::kInternal, "gRPC requires the POST method"));
+  } else if (!saw_grpc_content_type_) {
+    Fail(415, Status(StatusCode::kInternal, "content-type is not application/grpc"));
+  } else if (http_error_ != 0) {
+    Fail(http_error_, header_error_);
+  } else if (method_ == nullptr) {
+    const bool well_formed = saw_path_ && ParseMethodPath(context_.method_).has_value();
+    Fail(200, Status(StatusCode::kUnimplemented,
+                     well_formed ? "unknown method " + context_.method_
+                                 : "malformed :path \"" + context_.method_ + "\""));
+  } else {
+    if (timeout_) {
+      context_.deadline_ = ServerContext::Clock::now() +
+                           std::chrono::duration_cast<ServerContext::Clock::duration>(*timeout_);
+      ArmDeadline();
+    }
+    // Client and bidi streaming handlers start right away; the others once their one request
+    // message arrived whole.
+    inbound_.Reset(transport_->server().options().max_receive_message_size, stream_window_,
+                   /*credit_on_receipt=*/single_request());
+    if (!single_request()) RunStream();
+  }
+  if (end_stream) OnRemoteEnd();
+}
+
+void ServerCall::OnData(Buffer payload) {
+  Http2Session& session = transport_->session();
+  if (phase_ != Phase::kReceiving && phase_ != Phase::kRunning) {
+    session.Consume(stream_id_, payload.size());  // answered already: dropped, window returned
+    return;
+  }
+  Status status = inbound_.Push(std::move(payload), session, stream_id_,
+                                transport_->server().pool());
+  if (!status.ok()) {
+    Fail(200, std::move(status));
+  } else if (single_request() && inbound_.count() > 1) {
+    Fail(200, Status(StatusCode::kUnimplemented,
+                     "received more than one request message for a method that takes one"));
+  } else if (!inbound_.empty()) {
+    read_waiter_.Wake();
+  }
+}
+
+void ServerCall::OnRemoteEnd() {
+  remote_closed_ = true;
+  if (phase_ == Phase::kRunning) {
+    if (inbound_.HasPartial()) {
+      Fail(200, Status(StatusCode::kInternal, "request stream ended inside a message"));
+    }
+    read_waiter_.Wake();  // a pending Read() now sees the end
+    return;
+  }
+  if (phase_ != Phase::kReceiving) return;
+  if (inbound_.HasPartial()) {
+    Fail(200, Status(StatusCode::kInternal, "request stream ended inside a message"));
+  } else if (inbound_.empty()) {
+    Fail(200, Status(StatusCode::kUnimplemented, "received no request message"));
+  } else if (method_->kind() == RpcKind::kUnary) {
+    RunUnary();
+  } else {
+    RunStream();
+  }
+}
+
+Status ServerCall::RunInterceptorsStart() {
+  for (const auto& interceptor : transport_->server().interceptors()) {
+    ++interceptors_started_;
+    Status status = interceptor->OnCallStart(context_);
+    if (!status.ok()) return status;
+  }
+  return Status();
+}
+
+void ServerCall::RunInterceptorsEnd(Status& status) {
+  const auto& interceptors = transport_->server().interceptors();
+  while (interceptors_started_ > 0) {
+    --interceptors_started_;
+    interceptors[interceptors_started_]->OnCallEnd(context_, status);
+  }
+}
+
+void ServerCall::RunUnary() {
+  phase_ = Phase::kRunning;
+  Message request = inbound_.Pop(&transport_->session(), stream_id_);
+  Status status = RunInterceptorsStart();
+  if (!status.ok()) {
+    request.body.Free();  // rejected before the parse: its buffers go back now
+    FinishUnary(std::move(status));
+    return;
+  }
+  if (request.compressed) {
+    request.body.Free();
+    const std::string& encoding = context_.request_encoding_;
+    if (encoding.empty() || encoding == "identity") {
+      FinishUnary(Status(StatusCode::kInternal,
+                         "compressed message without a grpc-encoding header"));
+    } else {
+      FinishUnary(Status(StatusCode::kUnimplemented,
+                         "message compressed with unsupported encoding \"" + encoding + "\""));
+    }
+    return;
+  }
+  request_message_ = method_->NewRequest(&arena_);
+  status = ParseMessage(std::move(request.body), *request_message_);
+  if (!status.ok()) {
+    FinishUnary(std::move(status));
+    return;
+  }
+  response_message_ = method_->NewResponse(&arena_);
+  context_.run_async_ = false;
+  status = method_->RunUnary(context_, *request_message_, *response_message_);
+  if (!context_.run_async_) {
+    FinishUnary(std::move(status));
+    return;
+  }
+  // The coroutine form: it runs on this reactor, and the call's cancellation signal aborts
+  // whatever it awaits when the call is cancelled.
+  handler_running_ = true;
+  asio::co_spawn(
+      transport_->connection().io_context(),
+      method_->RunUnaryAsync(context_, *request_message_, *response_message_),
+      asio::bind_cancellation_slot(cancel_signal_.slot(),
+                                   [this](std::exception_ptr error, Status result) {
+                                     handler_running_ = false;
+                                     if (error) {
+                                       result = Status(context_.cancelled_
+                                                           ? StatusCode::kCancelled
+                                                           : StatusCode::kUnknown,
+                                                       "handler threw an exception");
+                                     }
+                                     FinishUnary(std::move(result));
+                                   }));
+}
+
+void ServerCall::FinishUnary(Status status) {
+  RunInterceptorsEnd(status);
+  if (phase_ == Phase::kFinished) {
+    // Cancelled while the handler ran: nobody is listening any more.
+    arena_.Reset();
+    request_message_ = response_message_ = nullptr;
+    MaybeRelease();
+    return;
+  }
+  BufferSlice response;
+  if (status.ok()) {
+    status = SerializeMessage(*response_message_, transport_->server().options().max_send_message_size,
+                              transport_->server().pool(), response);
+  }
+  arena_.Reset();
+  request_message_ = response_message_ = nullptr;
+  if (status.ok() && SendHeadersIfNeeded()) {
+    out_.Push(std::move(response));
+    SendStatus(Status());
+  } else {
+    response.Free();
+    SendStatus(status.ok() ? Status(StatusCode::kInternal, "invalid response metadata")
+                           : std::move(status));
+  }
+  MaybeRelease();
+}
+
+bool ServerCall::SendHeadersIfNeeded() {
+  if (headers_sent_) return true;
+  headers_.Clear();
+  headers_.Add(":status", "200");
+  headers_.Add("content-type", "application/grpc");
+  if (!AppendMetadata(context_.initial_metadata_, headers_, scratch_).ok()) return false;
+  transport_->session().SubmitResponse(stream_id_, headers_, &out_);
+  headers_sent_ = true;
+  return true;
+}
+
+void ServerCall::SendInitialMetadata() {
+  if (phase_ == Phase::kFinished || headers_sent_) return;
+  if (SendHeadersIfNeeded()) Flush();
+}
+
+void ServerCall::SendStatus(Status status) {
+  if (status_sent_ || stream_closed_) {
+    phase_ = Phase::kFinished;
+    return;
+  }
+  Http2Session& session = transport_->session();
+  if (!headers_sent_) {
+    // Trailers-only: one HEADERS frame carrying the HTTP status, the gRPC status and all metadata.
+    headers_.Clear();
+    headers_.Add(":status", "200");
+    headers_.Add("content-type", "application/grpc");
+    AppendStatus(status, headers_, scratch_);
+    AppendMetadata(context_.initial_metadata_, headers_, scratch_).IgnoreError();
+    AppendMetadata(context_.trailing_metadata_, headers_, scratch_).IgnoreError();
+    session.SubmitTrailersOnly(stream_id_, headers_);
+    headers_sent_ = true;
+  } else {
+    HeaderBlock& trailers = out_.trailers();
+    trailers.Clear();
+    AppendStatus(status, trailers, scratch_);
+    AppendMetadata(context_.trailing_metadata_, trailers, scratch_).IgnoreError();
+    out_.Finish();
+    session.Resume(stream_id_, &out_);
+  }
+  status_sent_ = true;
+  phase_ = Phase::kFinished;
+  DisarmDeadline();
+  Flush();
+}
+
+void ServerCall::Fail(int http_status, Status status) {
+  inbound_.Clear();
+  if (http_status != 200 && !headers_sent_ && !stream_closed_) {
+    // Not a gRPC request (or a broken one): an HTTP error status, still with a grpc-status so
+    // gRPC clients report something meaningful.
+    char buf[4];
+    headers_.Clear();
+    headers_.Add(":status", HttpStatusText(http_status, buf));
+    headers_.Add("content-type", "application/grpc");
+    AppendStatus(status, headers_, scratch_);
+    transport_->session().SubmitTrailersOnly(stream_id_, headers_);
+    headers_sent_ = true;
+    status_sent_ = true;
+    phase_ = Phase::kFinished;
+    Flush();
+  } else {
+    SendStatus(std::move(status));
+  }
+  if (handler_running_) Cancel(StatusCode::kCancelled);
+}
+
+void ServerCall::Cancel(StatusCode why) {
+  context_.cancelled_ = true;
+  read_waiter_.Wake();
+  write_waiter_.Wake();
+  if (handler_running_) cancel_signal_.emit(asio::cancellation_type::terminal);
+  if (why == StatusCode::kDeadlineExceeded) {
+    SendStatus(Status(StatusCode::kDeadlineExceeded, "deadline exceeded"));
+  }
+  phase_ = Phase::kFinished;
+}
+
+void ServerCall::ArmDeadline() {
+  deadline_armed_ = true;
+  const uint64_t generation = ++deadline_generation_;
+  deadline_timer_.expires_at(context_.deadline_);
+  transport_->AddPendingOp();
+  deadline_timer_.async_wait([this, generation](const asio::error_code& ec) {
+    ServerTransport& transport = *transport_;
+    // The object may serve another call by now; only the latest arming counts.
+    if (generation == deadline_generation_) {
+      deadline_armed_ = false;
+      if (!ec && !released_ && phase_ != Phase::kFinished) OnDeadline();
+    }
+    transport.RemovePendingOp();
+  });
+}
+
+void ServerCall::DisarmDeadline() {
+  if (deadline_armed_) {
+    deadline_armed_ = false;
+    deadline_timer_.cancel();
+  }
+}
+
+void ServerCall::OnDeadline() {
+  Cancel(StatusCode::kDeadlineExceeded);
+  MaybeRelease();
+}
+
+void ServerCall::OnStreamClosed(uint32_t error_code) {
+  stream_closed_ = true;
+  if (phase_ != Phase::kFinished) {
+    // The client reset the stream (or the connection broke) before we answered.
+    Cancel(StatusCode::kCancelled);
+  }
+  DisarmDeadline();
+  inbound_.Clear();
+  out_.Reset();
+  MaybeRelease();
+}
+
+void ServerCall::OnConnectionLost() {
+  if (!stream_closed_) OnStreamClosed(kHttp2Cancel);
+}
+
+void ServerCall::OnDataFramed(size_t /*bytes*/) {
+  if (out_.queued_bytes() < kWriteQuota) write_waiter_.Wake();
+}
+
+void ServerCall::Flush() { transport_->connection().ScheduleFlush(); }
+
+void ServerCall::MaybeRelease() {
+  if (released_ || !stream_closed_ || handler_running_) return;
+  released_ = true;
+  transport_->ReleaseCall(this);
+}
+
+void ServerCall::RunStream() {
+  phase_ = Phase::kRunning;
+  Status status = RunInterceptorsStart();
+  if (!status.ok()) {
+    FinishStream(std::move(status));
+    return;
+  }
+  handler_running_ = true;
+  asio::co_spawn(transport_->connection().io_context(), method_->RunStream(context_, *this),
+                 asio::bind_cancellation_slot(
+                     cancel_signal_.slot(), [this](std::exception_ptr error, Status result) {
+                       handler_running_ = false;
+                       if (error) {
+                         result = Status(context_.cancelled_ ? StatusCode::kCancelled
+                                                             : StatusCode::kUnknown,
+                                         "handler threw an exception");
+                       }
+                       FinishStream(std::move(result));
+                     }));
+}
+
+void ServerCall::FinishStream(Status status) {
+  RunInterceptorsEnd(status);
+  inbound_.Clear();
+  if (phase_ != Phase::kFinished) {
+    if (!status.ok() || SendHeadersIfNeeded()) {
+      SendStatus(std::move(status));
+    } else {
+      SendStatus(Status(StatusCode::kInternal, "invalid response metadata"));
+    }
+  }
+  arena_.Reset();
+  MaybeRelease();
+}
+
+Awaitable<bool> ServerCall::Read(google::protobuf::MessageLite* message) {
+  for (;;) {
+    if (phase_ == Phase::kFinished) co_return false;
+    if (!inbound_.empty()) {
+      Message next = inbound_.Pop(&transport_->session(), stream_id_);
+      Flush();  // the window credit goes out
+      if (next.compressed) {
+        next.body.Free();
+        Fail(200, Status(StatusCode::kUnimplemented,
+                         "message compressed with unsupported encoding \"" +
+                             context_.request_encoding_ + "\""));
+        co_return false;
+      }
+      Status status = ParseMessage(std::move(next.body), *message);
+      if (!status.ok()) {
+        Fail(200, std::move(status));
+        co_return false;
+      }
+      co_return true;
+    }
+    if (remote_closed_) co_return false;
+    co_await read_waiter_.Wait();
+  }
+}
+
+Awaitable<bool> ServerCall::Write(const google::protobuf::MessageLite& message,
+                                  WriteOptions /*options*/) {
+  while (phase_ != Phase::kFinished && out_.queued_bytes() >= kWriteQuota) {
+    co_await write_waiter_.Wait();
+  }
+  if (phase_ == Phase::kFinished) co_return false;
+  BufferSlice bytes;
+  Status status = SerializeMessage(message, transport_->server().options().max_send_message_size,
+                                   transport_->server().pool(), bytes);
+  if (!status.ok()) {
+    Fail(200, std::move(status));
+    co_return false;
+  }
+  if (!SendHeadersIfNeeded()) {
+    Fail(200, Status(StatusCode::kInternal, "invalid response metadata"));
+    co_return false;
+  }
+  out_.Push(std::move(bytes));
+  transport_->session().Resume(stream_id_, &out_);
+  Flush();
+  co_return true;
+}
+
+}  // namespace internal
+}  // namespace rill

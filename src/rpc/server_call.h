@@ -1,0 +1,154 @@
+// ServerCall: one RPC on the server, from the request's HEADERS to the stream's close.
+//
+// Receive: request headers are validated as they arrive (DESIGN §6 answers bad input with a
+// defined status); DATA views go through a MessageDeframer; for a unary call the request
+// message is parsed once the client half-closed, and its buffers are freed right after the
+// parse — before the handler runs — or when the call is rejected without a parse.
+//
+// Send: the response message is serialized into pooled buffers and queued on the stream's
+// OutboundStream together with the trailers; the connection's writer frames it without copying.
+//
+// A call object is reused for many calls (ServerTransport keeps a free list); Begin() resets it.
+// It is released when both its stream has closed and its handler (if any) has finished.
+//
+// Thread safety: reactor-confined.
+#ifndef RILL_SRC_RPC_SERVER_CALL_H_
+#define RILL_SRC_RPC_SERVER_CALL_H_
+
+#include <google/protobuf/arena.h>
+
+#include <asio/cancellation_signal.hpp>
+#include <asio/steady_timer.hpp>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "rill/server_context.h"
+#include "rill/server_stream.h"
+#include "rill/service.h"
+#include "src/http2/header_block.h"
+#include "src/http2/http2_session.h"
+#include "src/rpc/inbound_queue.h"
+#include "src/rpc/waiter.h"
+
+namespace rill::internal {
+
+class ServerTransport;
+
+class ServerCall final : public ServerStreamCore {
+ public:
+  explicit ServerCall(ServerTransport& transport);
+  ~ServerCall();
+  ServerCall(const ServerCall&) = delete;
+  ServerCall& operator=(const ServerCall&) = delete;
+
+  // Starts serving stream `stream_id` (the object may have served earlier calls).
+  void Begin(int32_t stream_id);
+
+  // Events from the transport, in stream order.
+  void OnHeader(std::string_view name, std::string_view value);
+  void OnHeadersEnd(bool end_stream);
+  void OnData(Buffer payload);
+  void OnRemoteEnd();
+  void OnStreamClosed(uint32_t error_code);
+  void OnDataFramed(size_t bytes);
+  // The connection is gone: the call ends as cancelled.
+  void OnConnectionLost();
+
+  [[nodiscard]] int32_t stream_id() const noexcept { return stream_id_; }
+  [[nodiscard]] ServerTransport& transport() noexcept { return *transport_; }
+  [[nodiscard]] ServerContext& context() noexcept { return context_; }
+
+  // ServerStreamCore (streaming calls).
+  Awaitable<bool> Read(google::protobuf::MessageLite* message) override;
+  Awaitable<bool> Write(const google::protobuf::MessageLite& message,
+                        WriteOptions options) override;
+  google::protobuf::Arena* arena() override { return &arena_; }
+
+  // For ServerContext.
+  void SendInitialMetadata();
+
+ private:
+  enum class Phase : uint8_t {
+    kHeaders,   // receiving request headers
+    kReceiving, // headers accepted; receiving the request message(s)
+    kRunning,   // the handler runs
+    kFinished,  // the status was sent (or the call was cancelled); waiting for the stream close
+  };
+
+  void Fail(int http_status, Status status);
+  void RunUnary();
+  void FinishUnary(Status status);
+  void RunStream();
+  void FinishStream(Status status);
+  bool single_request() const noexcept {
+    return method_->kind() == RpcKind::kUnary || method_->kind() == RpcKind::kServerStreaming;
+  }
+
+  void SendStatus(Status status);
+  bool SendHeadersIfNeeded();
+  void Cancel(StatusCode why);
+  void ArmDeadline();
+  void DisarmDeadline();
+  void OnDeadline();
+  void Flush();
+  void MaybeRelease();
+  Status RunInterceptorsStart();
+  void RunInterceptorsEnd(Status& status);
+
+  ServerTransport* transport_;
+  int32_t stream_id_ = 0;
+  Phase phase_ = Phase::kHeaders;
+  const detail::MethodHandler* method_ = nullptr;
+  ServerContext context_;
+
+  // Request headers.
+  size_t header_bytes_ = 0;
+  int http_error_ = 0;       // first problem found in the request headers
+  Status header_error_;
+  bool saw_method_post_ = false;
+  bool saw_grpc_content_type_ = false;
+  bool saw_path_ = false;
+  std::optional<std::chrono::nanoseconds> timeout_;
+  std::string scratch_;
+
+  // Request body: messages wait here until the handler reads them (see InboundQueue for when
+  // the stream window is credited).
+  InboundQueue inbound_;
+  bool remote_closed_ = false;
+  uint32_t stream_window_ = 0;  // the window we advertise for each stream
+  Waiter read_waiter_;
+  Waiter write_waiter_;
+
+  // Response. A writer may queue up to kWriteQuota bytes beyond what was framed before Write()
+  // suspends it.
+  static constexpr size_t kWriteQuota = 64 * 1024;
+  OutboundStream out_;
+  HeaderBlock headers_;
+  bool headers_sent_ = false;
+  bool status_sent_ = false;
+
+  // Life cycle.
+  bool stream_closed_ = false;
+  bool handler_running_ = false;
+  bool released_ = true;
+  size_t interceptors_started_ = 0;
+  asio::steady_timer deadline_timer_;
+  uint64_t deadline_generation_ = 0;  // identifies the latest arming; stale waits ignore it
+  bool deadline_armed_ = false;
+  asio::cancellation_signal cancel_signal_;
+
+  // Per-call arena for request and response messages; its first block lives in this object so
+  // small calls never reach the heap.
+  static constexpr size_t kArenaBlockSize = 2048;
+  alignas(16) std::byte arena_block_[kArenaBlockSize];
+  google::protobuf::Arena arena_;
+  google::protobuf::MessageLite* request_message_ = nullptr;
+  google::protobuf::MessageLite* response_message_ = nullptr;
+};
+
+}  // namespace rill::internal
+
+#endif  // RILL_SRC_RPC_SERVER_CALL_H_

@@ -1,0 +1,101 @@
+#include "src/rpc/server_impl.h"
+
+#include <asio/post.hpp>
+
+#include "src/rpc/server_transport.h"
+
+namespace rill::internal {
+
+ServerImpl::ServerImpl(ServerConfig config)
+    : config_(std::move(config)),
+      pool_(config_.pool != nullptr ? config_.pool : &DefaultBufferPool()) {}
+
+ServerImpl::~ServerImpl() { Shutdown(std::chrono::milliseconds(0)); }
+
+Status ServerImpl::Start() {
+  for (Service* service : config_.services) {
+    for (const auto& method : service->methods()) {
+      if (!methods_.emplace(method->path(), method.get()).second) {
+        return Status(StatusCode::kInvalidArgument,
+                      "method " + method->path() + " is registered twice");
+      }
+    }
+  }
+  if (config_.reactors != nullptr) {
+    reactors_ = config_.reactors;
+  } else {
+    owned_reactors_ = std::make_unique<ReactorPool>(
+        ReactorPool::Options{.threads = config_.reactor_count, .cpus = {}});
+    reactors_ = owned_reactors_.get();
+  }
+  for (const auto& port : config_.ports) {
+    StatusOr<Address> address = ParseAddress(port.address);
+    if (!address.ok()) return address.status();
+    auto listener = Listener::Create(*address, *reactors_, [this](Listener::Socket socket) {
+      Accept(std::move(socket));
+    });
+    if (!listener.ok()) return listener.status();
+    bound_ports_.push_back((*listener)->port());
+    if (port.selected_port != nullptr) *port.selected_port = (*listener)->port();
+    listeners_.push_back(std::move(*listener));
+  }
+  for (auto& listener : listeners_) listener->Start();
+  return Status();
+}
+
+const detail::MethodHandler* ServerImpl::FindMethod(std::string_view path) const {
+  auto it = methods_.find(path);
+  return it == methods_.end() ? nullptr : it->second;
+}
+
+void ServerImpl::Accept(Listener::Socket socket) {
+  if (shutting_down()) return;  // the socket closes as it goes out of scope
+  auto* transport = new ServerTransport(*this, std::move(socket));
+  {
+    std::lock_guard lock(mu_);
+    if (shutting_down()) {
+      delete transport;
+      return;
+    }
+    transports_.insert(transport);
+  }
+  transport->Start();
+}
+
+void ServerImpl::OnTransportDone(ServerTransport* transport) {
+  std::lock_guard lock(mu_);
+  transports_.erase(transport);
+  if (transports_.empty()) cv_.notify_all();
+}
+
+void ServerImpl::Shutdown(std::chrono::milliseconds grace) {
+  if (shutting_down_.exchange(true, std::memory_order_acq_rel)) {
+    Wait();
+    return;
+  }
+  for (auto& listener : listeners_) listener->Stop();
+  {
+    std::unique_lock lock(mu_);
+    for (ServerTransport* transport : transports_) {
+      asio::post(transport->connection().io_context(), [transport] { transport->BeginShutdown(); });
+    }
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    if (!cv_.wait_until(lock, deadline, [this] { return transports_.empty(); })) {
+      // Grace is over: cancel what is left.
+      for (ServerTransport* transport : transports_) {
+        asio::post(transport->connection().io_context(), [transport] { transport->ForceClose(); });
+      }
+      cv_.wait(lock, [this] { return transports_.empty(); });
+    }
+    shutdown_done_ = true;
+  }
+  cv_.notify_all();
+  owned_reactors_.reset();
+}
+
+void ServerImpl::Wait() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return shutdown_done_; });
+}
+
+}  // namespace rill::internal

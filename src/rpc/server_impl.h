@@ -1,0 +1,97 @@
+// ServerImpl: the server's shared state — method table, options, listeners, live connections —
+// and its shutdown sequence.
+//
+// Thread safety: thread-safe. The method table and options are immutable after Start(); the
+// connection set is guarded by a mutex (touched once per connection, never per call).
+#ifndef RILL_SRC_RPC_SERVER_IMPL_H_
+#define RILL_SRC_RPC_SERVER_IMPL_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "rill/interceptor.h"
+#include "rill/mem/buffer_pool.h"
+#include "rill/reactor_pool.h"
+#include "rill/server.h"
+#include "rill/service.h"
+#include "src/transport/address.h"
+#include "src/transport/listener.h"
+
+namespace rill::internal {
+
+class ServerTransport;
+
+struct ServerConfig {
+  struct Port {
+    std::string address;
+    int* selected_port = nullptr;
+  };
+  std::vector<Port> ports;
+  std::vector<Service*> services;
+  std::vector<std::shared_ptr<ServerInterceptor>> interceptors;
+  ServerOptions options;
+  ReactorPool* reactors = nullptr;
+  size_t reactor_count = 0;
+  BufferPool* pool = nullptr;
+};
+
+class ServerImpl {
+ public:
+  explicit ServerImpl(ServerConfig config);
+  ~ServerImpl();
+
+  // Builds the method table, binds every port and starts accepting.
+  Status Start();
+  void Shutdown(std::chrono::milliseconds grace);
+  void Wait();
+
+  [[nodiscard]] const detail::MethodHandler* FindMethod(std::string_view path) const;
+  [[nodiscard]] const ServerOptions& options() const noexcept { return config_.options; }
+  [[nodiscard]] BufferPool& pool() const noexcept { return *pool_; }
+  [[nodiscard]] const std::vector<std::shared_ptr<ServerInterceptor>>& interceptors() const {
+    return config_.interceptors;
+  }
+  [[nodiscard]] const std::vector<int>& ports() const noexcept { return bound_ports_; }
+
+  // Called by connections on their reactor.
+  void OnTransportDone(ServerTransport* transport);
+  [[nodiscard]] bool shutting_down() const noexcept {
+    return shutting_down_.load(std::memory_order_acquire);
+  }
+
+ private:
+  void Accept(Listener::Socket socket);
+
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const noexcept {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+
+  ServerConfig config_;
+  BufferPool* pool_;
+  std::unique_ptr<ReactorPool> owned_reactors_;
+  ReactorPool* reactors_ = nullptr;
+  std::unordered_map<std::string, const detail::MethodHandler*, StringHash, std::equal_to<>>
+      methods_;
+  std::vector<std::unique_ptr<Listener>> listeners_;
+  std::vector<int> bound_ports_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::unordered_set<ServerTransport*> transports_;  // guarded by mu_
+  bool shutdown_done_ = false;                       // guarded by mu_
+  std::atomic<bool> shutting_down_{false};
+};
+
+}  // namespace rill::internal
+
+#endif  // RILL_SRC_RPC_SERVER_IMPL_H_

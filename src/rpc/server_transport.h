@@ -1,0 +1,77 @@
+// ServerTransport: one accepted connection on the server — its HTTP/2 connection, and the calls
+// running on its streams.
+//
+// Call objects are recycled per connection (a free list), so a connection that serves call after
+// call stops allocating. The transport deletes itself once its connection is done and no call
+// (including a handler coroutine still running) refers to it.
+//
+// Thread safety: reactor-confined.
+#ifndef RILL_SRC_RPC_SERVER_TRANSPORT_H_
+#define RILL_SRC_RPC_SERVER_TRANSPORT_H_
+
+#include <memory>
+#include <vector>
+
+#include "src/http2/http2_session.h"
+#include "src/transport/http2_connection.h"
+
+namespace rill::internal {
+
+class ServerCall;
+class ServerImpl;
+
+class ServerTransport final : public Http2Handler, public Http2Connection::Owner {
+ public:
+  ServerTransport(ServerImpl& server, Http2Connection::Socket socket);
+  ~ServerTransport() override;
+  ServerTransport(const ServerTransport&) = delete;
+  ServerTransport& operator=(const ServerTransport&) = delete;
+
+  void Start();
+  // Graceful shutdown: GOAWAY, no new streams; the connection closes when its calls are done.
+  void BeginShutdown();
+  // Cancels every call and closes the connection.
+  void ForceClose();
+
+  [[nodiscard]] ServerImpl& server() noexcept { return server_; }
+  [[nodiscard]] Http2Connection& connection() noexcept { return connection_; }
+  [[nodiscard]] Http2Session& session() noexcept { return connection_.session(); }
+
+  // A call finished with its stream and its handler: back to the free list.
+  void ReleaseCall(ServerCall* call);
+  // Asynchronous operations of calls (timers) that must finish before the transport goes.
+  void AddPendingOp() { ++pending_ops_; }
+  void RemovePendingOp() {
+    --pending_ops_;
+    MaybeDestroy();
+  }
+
+  // Http2Handler.
+  void OnStreamBegin(int32_t stream_id) override;
+  void OnHeader(int32_t stream_id, void* stream, HeadersKind kind, std::string_view name,
+                std::string_view value) override;
+  void OnHeadersEnd(int32_t stream_id, void* stream, HeadersKind kind, bool end_stream) override;
+  void OnData(int32_t stream_id, void* stream, Buffer payload) override;
+  void OnRemoteEnd(int32_t stream_id, void* stream) override;
+  void OnStreamClose(int32_t stream_id, void* stream, uint32_t error_code) override;
+  void OnDataFramed(int32_t stream_id, void* stream, size_t bytes) override;
+
+  // Http2Connection::Owner.
+  void OnConnectionDone(const Status& reason) override;
+
+ private:
+  void MaybeDestroy();
+
+  ServerImpl& server_;
+  Http2Connection connection_;
+  std::vector<std::unique_ptr<ServerCall>> calls_;  // every call object this transport made
+  std::vector<ServerCall*> free_calls_;
+  size_t active_calls_ = 0;
+  int pending_ops_ = 0;
+  bool connection_done_ = false;
+  bool destroying_ = false;
+};
+
+}  // namespace rill::internal
+
+#endif  // RILL_SRC_RPC_SERVER_TRANSPORT_H_

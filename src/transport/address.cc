@@ -1,0 +1,98 @@
+#include "src/transport/address.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <charconv>
+
+namespace rill::internal {
+
+std::string Address::Authority() const {
+  if (kind == Kind::kUnix) return "localhost";
+  std::string out;
+  if (host.find(':') != std::string::npos) {
+    out = "[" + host + "]";
+  } else {
+    out = host;
+  }
+  out += ":" + std::to_string(port);
+  return out;
+}
+
+StatusOr<Address> ParseAddress(std::string_view text) {
+  Address address;
+  if (text.substr(0, 5) == "unix:") {
+    std::string_view path = text.substr(5);
+    if (path.substr(0, 2) == "//") path = path.substr(2);
+    if (path.empty() || path.size() >= sizeof(sockaddr_un::sun_path)) {
+      return Status(StatusCode::kInvalidArgument, "bad unix socket path in " + std::string(text));
+    }
+    address.kind = Address::Kind::kUnix;
+    address.path = std::string(path);
+    return address;
+  }
+  if (text.substr(0, 6) == "dns://" || text.substr(0, 5) == "ipv4:" ||
+      text.substr(0, 5) == "ipv6:") {
+    // "dns:///host:port", "ipv4:1.2.3.4:80", "ipv6:[::1]:80": strip the scheme.
+    const size_t colon = text.find(':');
+    text = text.substr(colon + 1);
+    while (text.substr(0, 1) == "/") text = text.substr(1);
+  }
+  std::string_view host;
+  std::string_view port;
+  if (text.substr(0, 1) == "[") {
+    const size_t close = text.find(']');
+    if (close == std::string_view::npos || text.substr(close + 1, 1) != ":") {
+      return Status(StatusCode::kInvalidArgument, "bad address " + std::string(text));
+    }
+    host = text.substr(1, close - 1);
+    port = text.substr(close + 2);
+  } else {
+    const size_t colon = text.rfind(':');
+    if (colon == std::string_view::npos || text.find(':') != colon) {
+      return Status(StatusCode::kInvalidArgument,
+                    "address needs host:port: " + std::string(text));
+    }
+    host = text.substr(0, colon);
+    port = text.substr(colon + 1);
+  }
+  unsigned value = 0;
+  const auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (ec != std::errc() || end != port.data() + port.size() || value > 65535 || port.empty()) {
+    return Status(StatusCode::kInvalidArgument, "bad port in " + std::string(text));
+  }
+  address.host = host.empty() ? "0.0.0.0" : std::string(host);
+  address.port = static_cast<uint16_t>(value);
+  return address;
+}
+
+std::string PeerName(const asio::generic::stream_protocol::endpoint& endpoint) {
+  const sockaddr* sa = endpoint.data();
+  char buf[INET6_ADDRSTRLEN] = {};
+  switch (sa->sa_family) {
+    case AF_INET: {
+      const auto* in = reinterpret_cast<const sockaddr_in*>(sa);
+      inet_ntop(AF_INET, &in->sin_addr, buf, sizeof(buf));
+      return "ipv4:" + std::string(buf) + ":" + std::to_string(ntohs(in->sin_port));
+    }
+    case AF_INET6: {
+      const auto* in6 = reinterpret_cast<const sockaddr_in6*>(sa);
+      inet_ntop(AF_INET6, &in6->sin6_addr, buf, sizeof(buf));
+      return "ipv6:[" + std::string(buf) + "]:" + std::to_string(ntohs(in6->sin6_port));
+    }
+    case AF_UNIX: {
+      const auto* un = reinterpret_cast<const sockaddr_un*>(sa);
+      const size_t len = endpoint.size() > offsetof(sockaddr_un, sun_path)
+                             ? endpoint.size() - offsetof(sockaddr_un, sun_path)
+                             : 0;
+      std::string path(un->sun_path, strnlen(un->sun_path, len));
+      return "unix:" + path;
+    }
+    default:
+      return "unknown";
+  }
+}
+
+}  // namespace rill::internal

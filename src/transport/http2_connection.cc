@@ -1,0 +1,217 @@
+#include "src/transport/http2_connection.h"
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <asio/post.hpp>
+#include <cerrno>
+#include <cstring>
+
+#include "rill/mem/buffer_pool.h"
+#include "src/transport/address.h"
+
+namespace rill::internal {
+namespace {
+
+// Reads per readable event before yielding to other connections on the reactor.
+constexpr int kMaxReadsPerTurn = 16;
+
+// The one place where socket errors become statuses.
+Status SocketError(std::string_view what, int error) {
+  return Status(StatusCode::kUnavailable, std::string(what) + ": " + std::strerror(error));
+}
+
+}  // namespace
+
+Http2Connection::Http2Connection(Socket socket, const Options& options, Http2Handler* handler,
+                                 BufferPool& pool, Owner* owner)
+    : io_context_(static_cast<asio::io_context&>(socket.get_executor().context())),
+      socket_(std::move(socket)),
+      fd_(socket_.native_handle()),
+      session_(options.http2, handler, pool),
+      batch_(pool),
+      pool_(&pool),
+      owner_(owner),
+      handshake_timer_(io_context_),
+      read_block_size_(options.read_block_size),
+      handshake_timeout_(options.handshake_timeout) {
+  asio::error_code ec;
+  socket_.non_blocking(true, ec);
+  const auto endpoint = socket_.remote_endpoint(ec);
+  peer_ = ec ? "unknown" : PeerName(endpoint);
+  const int family = endpoint.data()->sa_family;
+  if (!ec && (family == AF_INET || family == AF_INET6)) {
+    const int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  }
+}
+
+Http2Connection::~Http2Connection() = default;
+
+void Http2Connection::Start() {
+  if (handshake_timeout_.count() > 0) {
+    ++pending_ops_;
+    handshake_timer_.expires_after(handshake_timeout_);
+    handshake_timer_.async_wait([this](const asio::error_code& ec) {
+      OpDone();
+      if (!ec && !closed_ && bytes_received_ < 24) {
+        Close(Status(StatusCode::kUnavailable, "HTTP/2 handshake timed out"));
+      }
+      CheckDone();
+    });
+  }
+  WaitReadable();
+  Flush();  // the server's SETTINGS (and the client's preface) go out right away
+}
+
+void Http2Connection::WaitReadable() {
+  if (reading_ || closed_) return;
+  reading_ = true;
+  ++pending_ops_;
+  socket_.async_wait(Socket::wait_read, [this](const asio::error_code& ec) { OnReadable(ec); });
+}
+
+void Http2Connection::OnReadable(const asio::error_code& ec) {
+  OpDone();
+  reading_ = false;
+  if (closed_ || ec) {
+    if (!closed_) Close(Status(StatusCode::kUnavailable, ec.message()));
+    CheckDone();
+    return;
+  }
+  in_read_turn_ = true;
+  for (int i = 0; i < kMaxReadsPerTurn && !closed_; ++i) {
+    Buffer block = Buffer::Allocate(read_block_size_, *pool_);
+    const ssize_t n = ::recv(fd_, block.mutable_data(), block.size(), MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      Close(SocketError("read", errno));
+      break;
+    }
+    if (n == 0) {
+      Close(Status(StatusCode::kUnavailable, "connection closed by peer"));
+      break;
+    }
+    bytes_received_ += static_cast<size_t>(n);
+    const bool drained = static_cast<size_t>(n) < block.size();
+    block.Truncate(static_cast<size_t>(n));
+    Status status = session_.Receive(std::move(block));
+    if (!status.ok()) {
+      // nghttp2 queued a GOAWAY explaining the error; send it, then close.
+      CloseAfterFlush(std::move(status));
+      break;
+    }
+    if (drained) break;
+  }
+  in_read_turn_ = false;
+  if (!closed_) {
+    if (bytes_received_ >= 24 && handshake_timeout_.count() > 0) {
+      handshake_timer_.cancel();
+    }
+    Flush();
+    if (!closed_ && !close_after_flush_) WaitReadable();
+  }
+  CheckDone();
+}
+
+void Http2Connection::ScheduleFlush() {
+  if (flush_scheduled_ || closed_ || in_read_turn_) return;
+  flush_scheduled_ = true;
+  ++pending_ops_;
+  asio::post(io_context_, [this] {
+    OpDone();
+    flush_scheduled_ = false;
+    Flush();
+    CheckDone();
+  });
+}
+
+void Http2Connection::Flush() {
+  if (writing_ || closed_) return;
+  for (;;) {
+    if (!batch_.full()) {
+      Status status = session_.FillBatch(batch_);
+      if (!status.ok()) {
+        Close(std::move(status));
+        return;
+      }
+    }
+    if (batch_.empty()) break;
+    std::span<iovec> iov = batch_.iovecs();
+    msghdr msg{};
+    msg.msg_iov = iov.data();
+    msg.msg_iovlen = std::min<size_t>(iov.size(), IOV_MAX);
+    const ssize_t n = ::sendmsg(fd_, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        WaitWritable();
+        return;
+      }
+      Close(SocketError("write", errno));
+      return;
+    }
+    batch_.Consume(static_cast<size_t>(n));
+  }
+  if (close_after_flush_) {
+    Close(close_reason_);
+    return;
+  }
+  if (!session_.WantsRead() && !session_.WantsWrite()) {
+    Close(Status());
+  }
+}
+
+void Http2Connection::WaitWritable() {
+  writing_ = true;
+  ++pending_ops_;
+  socket_.async_wait(Socket::wait_write, [this](const asio::error_code& ec) {
+    OpDone();
+    writing_ = false;
+    if (!closed_) {
+      if (ec) {
+        Close(Status(StatusCode::kUnavailable, ec.message()));
+      } else {
+        Flush();
+      }
+    }
+    CheckDone();
+  });
+}
+
+void Http2Connection::CloseAfterFlush(Status reason) {
+  if (closed_ || close_after_flush_) return;
+  close_after_flush_ = true;
+  close_reason_ = std::move(reason);
+  ScheduleFlush();
+}
+
+void Http2Connection::Close(Status reason) {
+  if (closed_) return;
+  closed_ = true;
+  if (!close_after_flush_) close_reason_ = std::move(reason);
+  asio::error_code ignored;
+  handshake_timer_.cancel();
+  socket_.close(ignored);
+  batch_.Clear();
+  // OnConnectionDone must not run inside Close() (the caller may be deep in a callback), so the
+  // final check always happens in a handler of its own.
+  ++pending_ops_;
+  asio::post(io_context_, [this] {
+    OpDone();
+    CheckDone();
+  });
+}
+
+void Http2Connection::OpDone() { --pending_ops_; }
+
+void Http2Connection::CheckDone() {
+  if (closed_ && pending_ops_ == 0 && !done_) {
+    done_ = true;
+    owner_->OnConnectionDone(close_reason_);
+  }
+}
+
+}  // namespace rill::internal

@@ -1,0 +1,120 @@
+#include "src/transport/listener.h"
+
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <asio/ip/tcp.hpp>
+#include <asio/local/stream_protocol.hpp>
+#include <asio/post.hpp>
+#include <future>
+
+#include "rill/reactor_pool.h"
+
+namespace rill::internal {
+
+struct Listener::State : std::enable_shared_from_this<Listener::State> {
+  using Acceptor = asio::basic_socket_acceptor<asio::generic::stream_protocol>;
+
+  State(asio::io_context& io, ReactorPool& pool, AcceptFn fn)
+      : io_context(io), acceptor(io), reactors(pool), on_accept(std::move(fn)) {}
+
+  void AcceptNext() {
+    asio::io_context& target = reactors.Next();
+    acceptor.async_accept(target, [self = shared_from_this(), &target](
+                                      const asio::error_code& ec, Socket socket) {
+      if (self->stopped) return;
+      if (!ec) {
+        asio::post(target, [self, s = std::move(socket)]() mutable {
+          self->on_accept(std::move(s));
+        });
+      } else if (ec == asio::error::operation_aborted) {
+        return;
+      }
+      // Other errors (EMFILE, ECONNABORTED...) are transient: keep accepting.
+      self->AcceptNext();
+    });
+  }
+
+  asio::io_context& io_context;
+  Acceptor acceptor;
+  ReactorPool& reactors;
+  AcceptFn on_accept;
+  std::string unix_path;
+  bool stopped = false;
+};
+
+StatusOr<std::unique_ptr<Listener>> Listener::Create(const Address& address,
+                                                     ReactorPool& reactors, AcceptFn on_accept) {
+  asio::io_context& io = reactors.reactor(0);
+  auto state = std::make_shared<State>(io, reactors, std::move(on_accept));
+  asio::error_code ec;
+  asio::generic::stream_protocol::endpoint endpoint;
+  if (address.kind == Address::Kind::kUnix) {
+    ::unlink(address.path.c_str());  // a stale socket file from an earlier run
+    endpoint = asio::local::stream_protocol::endpoint(address.path);
+    state->unix_path = address.path;
+  } else {
+    asio::ip::tcp::resolver resolver(io);
+    auto results = resolver.resolve(address.host, std::to_string(address.port),
+                                    asio::ip::tcp::resolver::passive, ec);
+    if (ec || results.empty()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "cannot resolve " + address.host + ": " + ec.message());
+    }
+    endpoint = results.begin()->endpoint();
+  }
+  state->acceptor.open(endpoint.protocol(), ec);
+  if (!ec && address.kind == Address::Kind::kTcp) {
+    state->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  }
+  if (!ec) state->acceptor.bind(endpoint, ec);
+  if (!ec) state->acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    return Status(StatusCode::kUnavailable,
+                  "cannot listen on " + (address.kind == Address::Kind::kUnix
+                                             ? "unix:" + address.path
+                                             : address.Authority()) +
+                      ": " + ec.message());
+  }
+  int port = 0;
+  if (address.kind == Address::Kind::kTcp) {
+    const auto local = state->acceptor.local_endpoint(ec);
+    const sockaddr* sa = local.data();
+    if (sa->sa_family == AF_INET) {
+      port = ntohs(reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
+    } else if (sa->sa_family == AF_INET6) {
+      port = ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
+    }
+  }
+  return std::unique_ptr<Listener>(new Listener(std::move(state), port));
+}
+
+Listener::~Listener() { Stop(); }
+
+void Listener::Start() {
+  asio::post(state_->io_context, [state = state_] { state->AcceptNext(); });
+}
+
+void Listener::Stop() {
+  if (!state_) return;
+  auto close = [state = state_] {
+    state->stopped = true;
+    asio::error_code ignored;
+    state->acceptor.close(ignored);
+    if (!state->unix_path.empty()) ::unlink(state->unix_path.c_str());
+  };
+  if (ReactorPool::Current() == &state_->io_context) {
+    close();  // already on the acceptor's reactor
+  } else {
+    std::promise<void> done;
+    auto closed = done.get_future();
+    asio::post(state_->io_context, [&close, &done] {
+      close();
+      done.set_value();
+    });
+    closed.wait();
+  }
+  state_.reset();
+}
+
+}  // namespace rill::internal

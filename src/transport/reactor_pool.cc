@@ -1,0 +1,71 @@
+#include "rill/reactor_pool.h"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <atomic>
+#include <cstdio>
+#include <string>
+#include <thread>
+
+namespace rill {
+namespace {
+
+thread_local asio::io_context* t_current_reactor = nullptr;
+
+}  // namespace
+
+struct ReactorPool::Impl {
+  using Guard = asio::executor_work_guard<asio::io_context::executor_type>;
+  std::vector<std::unique_ptr<asio::io_context>> contexts;
+  std::vector<Guard> guards;
+  std::vector<std::thread> threads;
+  std::atomic<size_t> next{0};
+};
+
+ReactorPool::ReactorPool(Options options) : impl_(std::make_unique<Impl>()) {
+  size_t n = options.threads;
+  if (n == 0) n = std::max(1u, std::thread::hardware_concurrency());
+  for (size_t i = 0; i < n; ++i) {
+    // Concurrency hint 1: each context is run by exactly one thread.
+    impl_->contexts.push_back(std::make_unique<asio::io_context>(1));
+    impl_->guards.emplace_back(impl_->contexts.back()->get_executor());
+  }
+  for (size_t i = 0; i < n; ++i) {
+    asio::io_context* ctx = impl_->contexts[i].get();
+    const int cpu = options.cpus.empty() ? -1 : options.cpus[i % options.cpus.size()];
+    impl_->threads.emplace_back([ctx, cpu, i] {
+      if (cpu >= 0) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+      }
+      const std::string name = "rill-reactor-" + std::to_string(i);
+      pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
+      t_current_reactor = ctx;
+      ctx->run();
+      t_current_reactor = nullptr;
+    });
+  }
+}
+
+ReactorPool::~ReactorPool() {
+  for (auto& guard : impl_->guards) guard.reset();
+  for (auto& thread : impl_->threads) thread.join();
+}
+
+size_t ReactorPool::size() const noexcept { return impl_->contexts.size(); }
+
+asio::io_context& ReactorPool::reactor(size_t i) noexcept { return *impl_->contexts[i]; }
+
+asio::io_context& ReactorPool::Next() noexcept {
+  const size_t i = impl_->next.fetch_add(1, std::memory_order_relaxed);
+  return *impl_->contexts[i % impl_->contexts.size()];
+}
+
+asio::io_context* ReactorPool::Current() noexcept { return t_current_reactor; }
+
+}  // namespace rill
