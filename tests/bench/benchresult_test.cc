@@ -1,0 +1,93 @@
+// Runs the benchresult binary (RILL_BENCHRESULT, compiled in by CMake) on the result files in
+// testdata and checks its output.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace {
+
+std::string Testdata(const std::string& name) {
+  return std::string(RILL_BENCH_TESTDATA) + "/" + name;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << path;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Runs benchresult with `args` (already shell-quoted), capturing stdout.
+Result RunBenchresult(const std::string& args) {
+  Result r;
+  const std::string command = std::string("'") + RILL_BENCHRESULT + "' " + args + " 2>/dev/null";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "popen failed";
+    return r;
+  }
+  std::array<char, 4096> buf;
+  std::size_t n = 0;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) {
+    r.out.append(buf.data(), n);
+  }
+  const int status = pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string Quote(const std::string& s) { return "'" + s + "'"; }
+
+TEST(BenchresultTest, OneFilePrintsTheTable) {
+  const Result r = RunBenchresult(Quote(Testdata("old.json")));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, ReadFile(Testdata("old_table.txt")));
+}
+
+TEST(BenchresultTest, TwoFilesPrintTheComparison) {
+  const Result r = RunBenchresult(Quote(Testdata("old.json")) + " " + Quote(Testdata("new.json")));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, ReadFile(Testdata("old_new_comparison.txt")));
+}
+
+TEST(BenchresultTest, PlotWritesAnSvg) {
+  char dir_template[] = "/tmp/rill_benchresult_testXXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr);
+  const std::string svg_path = std::string(dir_template) + "/plot.svg";
+  const Result r = RunBenchresult("--plot " + Quote(svg_path) + " " + Quote(Testdata("old.json")) +
+                                  " " + Quote(Testdata("new.json")));
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "");
+  const std::string svg = ReadFile(svg_path);
+  EXPECT_EQ(svg.rfind("<?xml", 0), 0u);
+  EXPECT_NE(svg.find(">old.json<"), std::string::npos);
+  EXPECT_NE(svg.find(">new.json<"), std::string::npos);
+  EXPECT_NE(svg.find(">unary Callers_8<"), std::string::npos);
+  EXPECT_NE(svg.find(">streaming Callers_1<"), std::string::npos);
+  EXPECT_EQ(svg.substr(svg.size() - 7), "</svg>\n");
+  std::remove(svg_path.c_str());
+  rmdir(dir_template);
+}
+
+TEST(BenchresultTest, BadInputFails) {
+  EXPECT_NE(RunBenchresult(Quote(Testdata("no-such-file.json"))).exit_code, 0);
+  // A file that is not a result file.
+  EXPECT_NE(RunBenchresult(Quote(Testdata("old_table.txt"))).exit_code, 0);
+  EXPECT_NE(RunBenchresult("").exit_code, 0);
+  EXPECT_NE(RunBenchresult(Quote(Testdata("old.json")) + " " + Quote(Testdata("new.json")) + " " +
+                           Quote(Testdata("old.json")))
+                .exit_code,
+            0);
+}
+
+}  // namespace
