@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora in fuzz/corpus/ (the files are committed; rerun after changing this).
+
+wire_format_fuzzer: header values, valid and not (timeouts, grpc-message, base64, keys, paths,
+content types).
+
+http2_server_fuzzer: byte streams a gRPC client sends (RFC 9113 frames, header blocks in HPACK
+(RFC 7541) literal-without-indexing form, so no table state is needed), each prefixed with the
+fuzzer's two control bytes (see http2_server_fuzzer.cc).
+"""
+
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+# Frame types and flags (RFC 9113 §6).
+DATA, HEADERS, PRIORITY, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE, CONTINUATION = (
+    0x0, 0x1, 0x2, 0x3, 0x4, 0x6, 0x7, 0x8, 0x9)
+END_STREAM, ACK, END_HEADERS, PADDED, PRIORITY_FLAG = 0x1, 0x1, 0x4, 0x8, 0x20
+
+
+def hpack_int(value, prefix_bits, first_byte_flags=0):
+    """An HPACK integer (RFC 7541 §5.1) with an N-bit prefix."""
+    limit = (1 << prefix_bits) - 1
+    if value < limit:
+        return bytes([first_byte_flags | value])
+    out = bytearray([first_byte_flags | limit])
+    value -= limit
+    while value >= 128:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def hpack_string(s):
+    """A string literal without Huffman coding (RFC 7541 §5.2)."""
+    data = s.encode() if isinstance(s, str) else s
+    return hpack_int(len(data), 7) + data
+
+
+def hpack_literal(name, value):
+    """Literal Header Field without Indexing, new name (RFC 7541 §6.2.2)."""
+    return b"\x00" + hpack_string(name) + hpack_string(value)
+
+
+def header_block(fields):
+    return b"".join(hpack_literal(n, v) for n, v in fields)
+
+
+def frame(ftype, flags, stream_id, payload=b""):
+    return struct.pack(">I", len(payload))[1:] + bytes([ftype, flags]) + struct.pack(
+        ">I", stream_id & 0x7FFFFFFF) + payload
+
+
+def settings(*pairs, ack=False):
+    return frame(SETTINGS, ACK if ack else 0, 0,
+                 b"".join(struct.pack(">HI", k, v) for k, v in pairs))
+
+
+def grpc_message(payload):
+    return b"\x00" + struct.pack(">I", len(payload)) + payload
+
+
+def request_fields(path="/grpc.testing.TestService/UnaryCall", extra=()):
+    return [(":method", "POST"), (":scheme", "http"), (":path", path),
+            (":authority", "localhost:50051"), ("te", "trailers"), ("grpc-timeout", "1S"),
+            ("content-type", "application/grpc"), ("user-agent", "grpc-c++/1.51.1"),
+            *extra]
+
+
+def headers(stream_id, fields, end_stream=False):
+    flags = END_HEADERS | (END_STREAM if end_stream else 0)
+    return frame(HEADERS, flags, stream_id, header_block(fields))
+
+
+def data(stream_id, payload, end_stream=False):
+    return frame(DATA, END_STREAM if end_stream else 0, stream_id, payload)
+
+
+def client_start():
+    # SETTINGS as grpc clients send them, then the ACK of the server's SETTINGS.
+    return PREFACE + settings((0x2, 0), (0x4, 4194304), (0x6, 8192)) + settings(ack=True)
+
+
+def http2_seeds():
+    seeds = {}
+    hello = grpc_message(b"\x0a\x05hello")
+
+    seeds["unary"] = client_start() + headers(1, request_fields()) + data(1, hello, True)
+
+    big = grpc_message(bytes(range(256)) * 12)  # 3077 bytes: handed up as views, not copies
+    seeds["two_streams_large_message"] = (
+        client_start() + headers(1, request_fields("/grpc.testing.TestService/StreamingCall"))
+        + headers(3, request_fields()) + data(1, big[:2000]) + data(3, hello, True)
+        + data(1, big[2000:]) + data(1, hello) + data(1, b"", True))
+
+    seeds["headers_only_ping_window_update"] = (
+        client_start() + headers(1, request_fields(), end_stream=True)
+        + frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 20))
+        + frame(PING, 0, 0, b"\x01\x02\x03\x04\x05\x06\x07\x08"))
+
+    block = header_block(request_fields(extra=[("trace-proto-bin", "AAECAwQFBgcICQ"),
+                                               ("x-user-id", "12345")]))
+    seeds["continuation_and_request_trailers"] = (
+        client_start() + frame(HEADERS, 0, 1, block[:40]) + frame(CONTINUATION, 0, 1, block[40:90])
+        + frame(CONTINUATION, END_HEADERS, 1, block[90:]) + data(1, hello)
+        + headers(1, [("grpc-status", "0")], end_stream=True))
+
+    seeds["client_cancel_and_goaway"] = (
+        client_start() + headers(1, request_fields()) + data(1, hello[:3])
+        + frame(RST_STREAM, 0, 1, struct.pack(">I", 0x8)) + headers(3, request_fields())
+        + data(3, hello, True) + frame(GOAWAY, 0, 0, struct.pack(">II", 3, 0) + b"done"))
+
+    # More streams than the fuzzer's MAX_CONCURRENT_STREAMS of 16: before the client has
+    # acknowledged the server's SETTINGS the extra streams are refused (RST_STREAM), after that
+    # they are a connection error (GOAWAY).
+    many = b""
+    for i in range(20):
+        many += headers(1 + 2 * i, request_fields())
+    for i in range(20):
+        many += data(1 + 2 * i, hello, True)
+    seeds["too_many_streams"] = PREFACE + settings((0x2, 0)) + many
+    seeds["too_many_streams_after_ack"] = client_start() + many
+
+    padded = bytes([4]) + hello + b"\x00" * 4
+    priority = struct.pack(">IB", 0, 15)
+    seeds["padding_and_priority"] = (
+        client_start()
+        + frame(HEADERS, END_HEADERS | PRIORITY_FLAG, 1, priority + header_block(request_fields()))
+        + frame(PRIORITY, 0, 1, struct.pack(">IB", 0, 200))
+        + frame(DATA, PADDED | END_STREAM, 1, padded))
+
+    seeds["bad_requests"] = (
+        client_start()
+        + headers(1, request_fields(extra=[("grpc-timeout", "123456789S")]), end_stream=True)
+        + headers(3, [(":method", "GET"), (":scheme", "http"), (":path", "/"),
+                      (":authority", "x")], end_stream=True)
+        + headers(5, request_fields(path="not-a-path"))
+        + data(5, b"\x01\x00\x00\x00\x10abc", True)
+        + headers(7, request_fields(extra=[("Upper-Case", "x")]), end_stream=True))
+
+    out = {}
+    for name, stream in seeds.items():
+        # Control bytes: whole input as one read, answer policy 0, payload consumed at once.
+        out[name] = b"\x00\x00" + stream
+        # The same bytes without the preface (the fuzzer adds it), cut into 9-byte reads,
+        # answer policy 3, payload held until the end of each request, PING and shutdown notice.
+        out[name + "_chunked"] = bytes([0x01 | (2 << 1) | (3 << 4), 0x07]) + stream[len(PREFACE):]
+        # Variable cuts, answer policy 1, GOAWAY halfway through.
+        out[name + "_goaway"] = bytes([7 << 1 | (1 << 4), 0x08 | (5 << 4)]) + stream
+    return out
+
+
+def wire_format_seeds():
+    values = {
+        "timeout_second": "1S", "timeout_milli": "100m", "timeout_max_hours": "99999999H",
+        "timeout_zero": "0n", "timeout_micro": "5u", "timeout_minute": "30M",
+        "timeout_nine_digits": "123456789S", "timeout_bad_unit": "1x",
+        "timeout_negative": "-1S", "timeout_space": " 1S",
+        "message_plain": "hello", "message_utf8": "caf%C3%A9 100%25", "message_lone_percent": "%",
+        "message_short_escape": "%4", "message_bad_escape": "%ZZ", "message_newline": "line%0Abreak",
+        "base64_unpadded": "Zm9vYmFy", "base64_padded": "Zm9vYg==", "base64_unpadded_2": "Zm9vYg",
+        "base64_bad_char": "Zm9v!mFy", "base64_one_char": "Z", "base64_bin_value": "AAECAwQFBgcICQ",
+        "key_reserved": "grpc-status", "key_custom": "x-user-id", "key_binary": "trace-proto-bin",
+        "key_uppercase": "Upper-Case", "value_spaces": "value with spaces",
+        "path_good": "/grpc.testing.TestService/UnaryCall", "path_no_method": "/a.B/",
+        "path_no_service": "//C", "path_three_parts": "/a/b/c",
+        "content_type_grpc": "application/grpc", "content_type_proto": "application/grpc+proto",
+        "content_type_params": "application/grpc;charset=utf-8",
+        "content_type_grpcx": "application/grpcx", "content_type_json": "application/json",
+    }
+    return {name: v.encode() for name, v in values.items()}
+
+
+def write(corpus, seeds):
+    directory = os.path.join(HERE, "corpus", corpus)
+    os.makedirs(directory, exist_ok=True)
+    for name, content in seeds.items():
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(content)
+
+
+def main():
+    write("wire_format_fuzzer", wire_format_seeds())
+    write("http2_server_fuzzer", http2_seeds())
+
+
+if __name__ == "__main__":
+    main()
