@@ -59,6 +59,16 @@ struct ChannelOptions {
   // Calls wait for a connection instead of failing when an attempt fails.
   bool wait_for_ready = false;
 
+  // Keepalive: after this long without receiving anything the connection sends a PING and is
+  // closed if nothing arrives within `keepalive_timeout`. 0 (the default) disables it; values
+  // under 10 s are raised to 10 s. A server answering GOAWAY "too_many_pings" doubles it.
+  std::chrono::milliseconds keepalive_time{0};
+  std::chrono::milliseconds keepalive_timeout{20000};
+  bool keepalive_without_calls = false;
+
+  // Bytes read from the socket at a time (one pooled block per read).
+  size_t read_block_size = 32 * 1024;
+
   // HTTP/2 flow control windows we advertise; 0 leaves the 64 KiB protocol default.
   uint32_t initial_stream_window = 0;
   uint32_t initial_connection_window = 0;

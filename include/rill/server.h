@@ -57,6 +57,16 @@ struct ServerOptions {
   std::chrono::milliseconds shutdown_grace{5000};
   // Bytes read from a socket at a time (one pooled block per read).
   size_t read_block_size = 32 * 1024;
+
+  // Keepalive: a connection silent for `keepalive_time` gets a PING, and is closed if nothing
+  // arrives within `keepalive_timeout`.
+  std::chrono::milliseconds keepalive_time{std::chrono::hours(2)};
+  std::chrono::milliseconds keepalive_timeout{20000};
+  // Enforcement of clients' pings: one sooner than this after the previous (2 h when the client
+  // has no open stream, unless `permit_keepalive_without_calls`) is a strike, and the third
+  // strike closes the connection with GOAWAY(ENHANCE_YOUR_CALM, "too_many_pings").
+  std::chrono::milliseconds keepalive_min_ping_interval{std::chrono::minutes(5)};
+  bool permit_keepalive_without_calls = false;
 };
 
 class Server {

@@ -96,18 +96,32 @@ struct Http2Session::Callbacks {
                                      (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0);
         break;
       case NGHTTP2_DATA:
+        if (frame->hd.length == 0 && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
+          ++self->counters_.glitches;  // an empty DATA frame carries nothing
+        }
         if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
           self->handler_->OnRemoteEnd(id, StreamData(session, id));
         }
         break;
       case NGHTTP2_GOAWAY:
         self->goaway_received_ = true;
-        self->handler_->OnGoaway(frame->goaway.last_stream_id, frame->goaway.error_code);
+        self->handler_->OnGoaway(
+            frame->goaway.last_stream_id, frame->goaway.error_code,
+            std::string_view(reinterpret_cast<const char*>(frame->goaway.opaque_data),
+                             frame->goaway.opaque_data_len));
         break;
       case NGHTTP2_PING:
-        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
-          self->handler_->OnPingAck(LoadPingPayload(frame->ping.opaque_data));
+        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
+          ++self->counters_.pings_received;
+        } else {
+          const uint64_t payload = LoadPingPayload(frame->ping.opaque_data);
+          self->acked_payload_ = payload;
+          self->acked_ping_ = true;
+          self->handler_->OnPingAck(payload);
         }
+        break;
+      case NGHTTP2_RST_STREAM:
+        ++self->counters_.glitches;
         break;
       default:
         break;
@@ -121,6 +135,7 @@ struct Http2Session::Callbacks {
     // The connection window is credited on receipt, so that a slow stream cannot starve the
     // others; the stream window waits for Consume().
     nghttp2_session_consume_connection(session, len);
+    self->data_bytes_received_ += len;
     void* stream = StreamData(session, stream_id);
     if (stream == nullptr) {
       // Nobody listens (the call already ended): give the stream window back as well.
@@ -154,6 +169,9 @@ struct Http2Session::Callbacks {
 
   static int OnFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
     Http2Session* self = Self(user_data);
+    if (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) {
+      ++self->counters_.headers_data_sent;
+    }
     // A server that ends its response before the client half-closed tells the client to stop
     // sending (PROTOCOL-HTTP2: RST_STREAM with NO_ERROR after the trailers).
     if (self->server_ && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 &&
@@ -355,6 +373,13 @@ void Http2Session::SubmitPing(uint64_t payload) {
     payload >>= 8;
   }
   nghttp2_submit_ping(session_, NGHTTP2_FLAG_NONE, data);
+}
+
+void Http2Session::UpdateReceiveWindow(uint32_t window) {
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
+                                        static_cast<int32_t>(window));
+  nghttp2_settings_entry iv{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, window};
+  nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, &iv, 1);
 }
 
 uint32_t Http2Session::peer_max_concurrent_streams() const {

@@ -80,7 +80,8 @@ class Http2Handler {
   // `bytes` of the stream's outbound data were framed (they left its OutboundStream).
   virtual void OnDataFramed(int32_t stream_id, void* stream, size_t bytes) {}
   // The peer sent GOAWAY.
-  virtual void OnGoaway(int32_t last_stream_id, uint32_t error_code) {}
+  virtual void OnGoaway(int32_t last_stream_id, uint32_t error_code,
+                        std::string_view debug_data) {}
   // The peer acknowledged one of our PINGs.
   virtual void OnPingAck(uint64_t payload) {}
 };
@@ -168,6 +169,26 @@ class Http2Session {
   void SubmitGoaway(uint32_t error_code, std::string_view debug_data);
   void SubmitPing(uint64_t payload);
 
+  // Dynamic flow control: the connection window and every stream's window become `window`
+  // (SETTINGS_INITIAL_WINDOW_SIZE for the streams).
+  void UpdateReceiveWindow(uint32_t window);
+  // Total DATA payload bytes received so far.
+  [[nodiscard]] uint64_t data_bytes_received() const noexcept { return data_bytes_received_; }
+  // True once after an ACK of a PING whose payload was `payload` arrived.
+  bool TakePingAck(uint64_t payload) {
+    if (!acked_ping_ || acked_payload_ != payload) return false;
+    acked_ping_ = false;
+    return true;
+  }
+
+  // Counters the connection's policies read (keepalive enforcement, glitch budget).
+  struct Counters {
+    uint64_t pings_received = 0;       // PINGs from the peer (not ACKs)
+    uint64_t headers_data_sent = 0;    // HEADERS and DATA frames we sent
+    uint64_t glitches = 0;             // protocol noise: empty DATA frames, peer resets
+  };
+  [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
+
   // Streams currently open (either direction).
   [[nodiscard]] size_t open_streams() const { return open_streams_; }
   [[nodiscard]] bool goaway_received() const { return goaway_received_; }
@@ -184,6 +205,10 @@ class Http2Session {
   OutputBatch* batch_ = nullptr;  // set during FillBatch
   const Buffer* input_ = nullptr;  // the block being parsed, during Receive
   size_t open_streams_ = 0;
+  uint64_t data_bytes_received_ = 0;
+  Counters counters_;
+  uint64_t acked_payload_ = 0;
+  bool acked_ping_ = false;
   bool server_;
   bool goaway_received_ = false;
 };

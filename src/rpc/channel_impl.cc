@@ -30,6 +30,7 @@ ChannelImpl::ChannelImpl(std::string target, Address address, ChannelOptions opt
       connect_timer_(resolver_.get_executor()),
       backoff_timer_(resolver_.get_executor()) {
   io_context_ = &static_cast<asio::io_context&>(resolver_.get_executor().context());
+  keepalive_time_ = options_.keepalive_time;
   authority_ = options_.authority.empty() ? address_.Authority() : options_.authority;
   user_agent_ = options_.user_agent_prefix.empty()
                     ? std::string(kRillUserAgent)

@@ -66,6 +66,11 @@ class ChannelImpl {
   void OnTransportReady(ClientTransport* transport);
   void OnTransportGoaway(ClientTransport* transport);
   void OnTransportDone(ClientTransport* transport, const Status& reason);
+  // The server said our keepalive pings come too often: halve their rate.
+  void OnTooManyPings() { keepalive_time_ *= 2; }
+  [[nodiscard]] std::chrono::milliseconds keepalive_time() const noexcept {
+    return keepalive_time_;
+  }
 
  private:
   void Connect();
@@ -105,6 +110,7 @@ class ChannelImpl {
   uint64_t connect_attempt_ = 0;
   int pending_ops_ = 0;
   Status last_failure_;
+  std::chrono::milliseconds keepalive_time_;
 };
 
 }  // namespace rill::internal

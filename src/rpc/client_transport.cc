@@ -6,10 +6,19 @@
 namespace rill::internal {
 namespace {
 
-Http2Connection::Options ConnectionOptions(const ChannelOptions& o) {
+Http2Connection::Options ConnectionOptions(const ChannelOptions& o,
+                                           std::chrono::milliseconds keepalive_time) {
   Http2Connection::Options options;
   options.http2.server = false;
+  options.read_block_size = o.read_block_size;
+  if (keepalive_time.count() > 0) {
+    options.keepalive_time = std::max(keepalive_time, std::chrono::milliseconds(10000));
+    options.keepalive_timeout = o.keepalive_timeout;
+    options.keepalive_without_streams = o.keepalive_without_calls;
+  }
   if (o.initial_stream_window != 0) options.http2.initial_stream_window = o.initial_stream_window;
+  // A window the user chose is static; otherwise it follows the bandwidth-delay product.
+  options.dynamic_window = o.initial_stream_window == 0 && o.initial_connection_window == 0;
   if (o.initial_connection_window != 0) {
     options.http2.initial_connection_window = o.initial_connection_window;
   }
@@ -22,8 +31,8 @@ ClientCall* CallOf(void* stream) { return static_cast<ClientCall*>(stream); }
 
 ClientTransport::ClientTransport(ChannelImpl& channel, Http2Connection::Socket socket)
     : channel_(channel),
-      connection_(std::move(socket), ConnectionOptions(channel.options()), this, channel.pool(),
-                  this) {}
+      connection_(std::move(socket), ConnectionOptions(channel.options(), channel.keepalive_time()),
+                  this, channel.pool(), this) {}
 
 ClientTransport::~ClientTransport() = default;
 
@@ -75,7 +84,11 @@ void ClientTransport::OnDataFramed(int32_t, void* stream, size_t bytes) {
   if (stream != nullptr) CallOf(stream)->OnDataFramed(bytes);
 }
 
-void ClientTransport::OnGoaway(int32_t /*last_stream_id*/, uint32_t /*error_code*/) {
+void ClientTransport::OnGoaway(int32_t /*last_stream_id*/, uint32_t error_code,
+                               std::string_view debug_data) {
+  if (error_code == kHttp2EnhanceYourCalm && debug_data == "too_many_pings") {
+    channel_.OnTooManyPings();
+  }
   if (goaway_) return;
   goaway_ = true;
   // Streams above last_stream_id are closed by the session (REFUSED_STREAM → UNAVAILABLE);

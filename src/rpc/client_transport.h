@@ -44,7 +44,8 @@ class ClientTransport final : public Http2Handler, public Http2Connection::Owner
   void OnRemoteEnd(int32_t stream_id, void* stream) override;
   void OnStreamClose(int32_t stream_id, void* stream, uint32_t error_code) override;
   void OnDataFramed(int32_t stream_id, void* stream, size_t bytes) override;
-  void OnGoaway(int32_t last_stream_id, uint32_t error_code) override;
+  void OnGoaway(int32_t last_stream_id, uint32_t error_code,
+                std::string_view debug_data) override;
 
   // Http2Connection::Owner.
   void OnConnectionDone(const Status& reason) override;

@@ -13,12 +13,18 @@ Http2Connection::Options ConnectionOptions(const ServerOptions& o) {
   options.http2.server = true;
   options.http2.max_concurrent_streams = o.max_concurrent_streams;
   if (o.initial_stream_window != 0) options.http2.initial_stream_window = o.initial_stream_window;
+  // A window the user chose is static; otherwise it follows the bandwidth-delay product.
+  options.dynamic_window = o.initial_stream_window == 0 && o.initial_connection_window == 0;
   if (o.initial_connection_window != 0) {
     options.http2.initial_connection_window = o.initial_connection_window;
   }
   options.http2.max_header_list_size = o.max_header_list_size;
   options.read_block_size = o.read_block_size;
   options.handshake_timeout = o.handshake_timeout;
+  options.keepalive_time = std::max(o.keepalive_time, std::chrono::milliseconds(1000));
+  options.keepalive_timeout = o.keepalive_timeout;
+  options.min_ping_interval = o.keepalive_min_ping_interval;
+  options.pings_without_streams = o.permit_keepalive_without_calls;
   return options;
 }
 

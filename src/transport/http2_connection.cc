@@ -17,6 +17,9 @@ namespace {
 // Reads per readable event before yielding to other connections on the reactor.
 constexpr int kMaxReadsPerTurn = 16;
 
+// Identifies keepalive pings among the connection's PING ACKs.
+constexpr uint64_t kKeepalivePingPayload = 0x6b65657061'6c6976;
+
 // The one place where socket errors become statuses.
 Status SocketError(std::string_view what, int error) {
   return Status(StatusCode::kUnavailable, std::string(what) + ": " + std::strerror(error));
@@ -35,7 +38,13 @@ Http2Connection::Http2Connection(Socket socket, const Options& options, Http2Han
       owner_(owner),
       handshake_timer_(io_context_),
       read_block_size_(options.read_block_size),
-      handshake_timeout_(options.handshake_timeout) {
+      handshake_timeout_(options.handshake_timeout),
+      policy_(options),
+      keepalive_timer_(io_context_) {
+  if (options.dynamic_window) bdp_.emplace(options.http2.initial_stream_window);
+  last_read_ = std::chrono::steady_clock::now();
+  glitch_tokens_ = options.glitch_burst;
+  glitch_refill_ = last_read_;
   asio::error_code ec;
   socket_.non_blocking(true, ec);
   const auto endpoint = socket_.remote_endpoint(ec);
@@ -63,6 +72,83 @@ void Http2Connection::Start() {
   }
   WaitReadable();
   Flush();  // the server's SETTINGS (and the client's preface) go out right away
+  if (policy_.keepalive_time.count() > 0) ArmKeepalive(policy_.keepalive_time);
+}
+
+void Http2Connection::ArmKeepalive(std::chrono::steady_clock::duration delay) {
+  keepalive_armed_ = true;
+  ++pending_ops_;
+  keepalive_timer_.expires_after(delay);
+  keepalive_timer_.async_wait([this](const asio::error_code& ec) {
+    OpDone();
+    keepalive_armed_ = false;
+    if (!ec && !closed_) OnKeepaliveTimer();
+    CheckDone();
+  });
+}
+
+void Http2Connection::OnKeepaliveTimer() {
+  using std::chrono::steady_clock;
+  const auto now = steady_clock::now();
+  if (keepalive_deadline_ != steady_clock::time_point{}) {
+    if (last_read_ < keepalive_deadline_ - policy_.keepalive_timeout) {
+      // Nothing at all arrived since the PING went out.
+      Close(Status(StatusCode::kUnavailable, "keepalive ping not acknowledged"));
+      return;
+    }
+    keepalive_deadline_ = {};
+  }
+  const auto idle_until = last_read_ + policy_.keepalive_time;
+  if (now < idle_until) {
+    ArmKeepalive(idle_until - now);
+    return;
+  }
+  if (session_.open_streams() == 0 && !policy_.keepalive_without_streams) {
+    ArmKeepalive(policy_.keepalive_time);  // dormant without streams
+    return;
+  }
+  session_.SubmitPing(kKeepalivePingPayload);
+  keepalive_deadline_ = now + policy_.keepalive_timeout;
+  ScheduleFlush();
+  ArmKeepalive(policy_.keepalive_timeout);
+}
+
+void Http2Connection::Misbehaved(std::string_view debug) {
+  session_.SubmitGoaway(kHttp2EnhanceYourCalm, debug);
+  CloseAfterFlush(Status(StatusCode::kUnavailable, std::string(debug)));
+}
+
+void Http2Connection::ApplyPolicies() {
+  using std::chrono::steady_clock;
+  const auto now = steady_clock::now();
+  last_read_ = now;
+  const Http2Session::Counters& counters = session_.counters();
+  if (counters.headers_data_sent != sends_seen_) {
+    sends_seen_ = counters.headers_data_sent;
+    ping_strikes_ = 0;
+  }
+  if (policy_.min_ping_interval.count() > 0) {
+    for (; pings_seen_ < counters.pings_received; ++pings_seen_) {
+      const auto min_interval = session_.open_streams() > 0 || policy_.pings_without_streams
+                                    ? steady_clock::duration(policy_.min_ping_interval)
+                                    : steady_clock::duration(std::chrono::hours(2));
+      if (last_peer_ping_ != steady_clock::time_point{} &&
+          now - last_peer_ping_ < min_interval && ++ping_strikes_ > 2) {
+        Misbehaved("too_many_pings");
+        return;
+      }
+      last_peer_ping_ = now;
+    }
+  }
+  if (policy_.glitch_burst > 0 && counters.glitches != glitches_seen_) {
+    const double elapsed = std::chrono::duration<double>(now - glitch_refill_).count();
+    glitch_refill_ = now;
+    glitch_tokens_ = std::min<double>(policy_.glitch_burst,
+                                      glitch_tokens_ + elapsed * policy_.glitch_rate);
+    glitch_tokens_ -= static_cast<double>(counters.glitches - glitches_seen_);
+    glitches_seen_ = counters.glitches;
+    if (glitch_tokens_ < 0) Misbehaved("too_many_glitches");
+  }
 }
 
 void Http2Connection::WaitReadable() {
@@ -106,6 +192,8 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
     if (drained) break;
   }
   in_read_turn_ = false;
+  if (!closed_) ApplyPolicies();
+  if (!closed_ && bdp_) UpdateFlowControl();
   if (!closed_) {
     if (bytes_received_ >= 24 && handshake_timeout_.count() > 0) {
       handshake_timer_.cancel();
@@ -114,6 +202,21 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
     if (!closed_ && !close_after_flush_) WaitReadable();
   }
   CheckDone();
+}
+
+void Http2Connection::UpdateFlowControl() {
+  const auto now = BdpEstimator::Clock::now();
+  if (session_.TakePingAck(BdpEstimator::kPingPayload)) {
+    if (const uint32_t window = bdp_->OnPingAck(now); window != 0) {
+      session_.UpdateReceiveWindow(window);
+    }
+  }
+  const uint64_t total = session_.data_bytes_received();
+  if (total != data_bytes_seen_) {
+    const size_t bytes = static_cast<size_t>(total - data_bytes_seen_);
+    data_bytes_seen_ = total;
+    if (bdp_->OnData(bytes, now)) session_.SubmitPing(BdpEstimator::kPingPayload);
+  }
 }
 
 void Http2Connection::ScheduleFlush() {
@@ -194,6 +297,7 @@ void Http2Connection::Close(Status reason) {
   if (!close_after_flush_) close_reason_ = std::move(reason);
   asio::error_code ignored;
   handshake_timer_.cancel();
+  keepalive_timer_.cancel();
   socket_.close(ignored);
   batch_.Clear();
   // OnConnectionDone must not run inside Close() (the caller may be deep in a callback), so the

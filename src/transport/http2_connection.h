@@ -18,9 +18,11 @@
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
+#include <optional>
 #include <string>
 
 #include "rill/status.h"
+#include "src/http2/bdp_estimator.h"
 #include "src/http2/http2_session.h"
 #include "src/http2/output_batch.h"
 
@@ -42,6 +44,25 @@ class Http2Connection {
     size_t read_block_size = 32 * 1024;
     // Closes a connection whose peer has not completed the HTTP/2 preface by then (0: never).
     std::chrono::milliseconds handshake_timeout{0};
+    // Grow the receive windows to the bandwidth-delay product (off when windows are static).
+    bool dynamic_window = true;
+    // Keepalive: after `keepalive_time` without receiving anything, send a PING; close the
+    // connection if nothing arrives within `keepalive_timeout`. 0 disables it. Without open
+    // streams only when `keepalive_without_streams`.
+    std::chrono::milliseconds keepalive_time{0};
+    std::chrono::milliseconds keepalive_timeout{20000};
+    bool keepalive_without_streams = false;
+    // Server side: a peer PING sooner than `min_ping_interval` after the previous one (2 h when
+    // no stream is open, unless `pings_without_streams`) is a strike; more than two strikes
+    // without us sending HEADERS or DATA in between earn GOAWAY(ENHANCE_YOUR_CALM,
+    // "too_many_pings"). 0 disables enforcement.
+    std::chrono::milliseconds min_ping_interval{0};
+    bool pings_without_streams = false;
+    // Protocol noise (empty DATA frames, stream resets from the peer) is allowed in a burst of
+    // `glitch_burst` plus `glitch_rate` per second; beyond that the connection is closed with
+    // GOAWAY(ENHANCE_YOUR_CALM). 0 disables the budget.
+    uint32_t glitch_burst = 1000;
+    uint32_t glitch_rate = 100;
   };
 
   // `handler`, `pool` and `owner` must outlive the connection.
@@ -74,6 +95,11 @@ class Http2Connection {
   void Flush();
   void WaitWritable();
   void OpDone();
+  void UpdateFlowControl();
+  void ApplyPolicies();
+  void ArmKeepalive(std::chrono::steady_clock::duration delay);
+  void OnKeepaliveTimer();
+  void Misbehaved(std::string_view debug);
   void CheckDone();
 
   asio::io_context& io_context_;
@@ -89,6 +115,22 @@ class Http2Connection {
   size_t read_block_size_;
   std::chrono::milliseconds handshake_timeout_;
   size_t bytes_received_ = 0;
+  std::optional<BdpEstimator> bdp_;
+  uint64_t data_bytes_seen_ = 0;
+
+  // Keepalive, ping enforcement and the glitch budget.
+  Options policy_;
+  asio::steady_timer keepalive_timer_;
+  std::chrono::steady_clock::time_point last_read_;
+  std::chrono::steady_clock::time_point keepalive_deadline_{};  // a keepalive PING is unanswered
+  bool keepalive_armed_ = false;
+  uint64_t pings_seen_ = 0;
+  uint64_t sends_seen_ = 0;
+  std::chrono::steady_clock::time_point last_peer_ping_{};
+  int ping_strikes_ = 0;
+  uint64_t glitches_seen_ = 0;
+  double glitch_tokens_ = 0;
+  std::chrono::steady_clock::time_point glitch_refill_{};
   int pending_ops_ = 0;
   bool reading_ = false;
   bool writing_ = false;
