@@ -11,13 +11,14 @@ namespace rill::internal {
 
 std::string Address::Authority() const {
   if (kind == Kind::kUnix) return "localhost";
+  const bool ipv6 = host.find(':') != std::string::npos;
   std::string out;
-  if (host.find(':') != std::string::npos) {
-    out = "[" + host + "]";
-  } else {
-    out = host;
-  }
-  out += ":" + std::to_string(port);
+  out.reserve(host.size() + 8);
+  if (ipv6) out.push_back('[');
+  out.append(host);
+  if (ipv6) out.push_back(']');
+  out.push_back(':');
+  out.append(std::to_string(port));
   return out;
 }
 
