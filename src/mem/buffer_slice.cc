@@ -9,11 +9,8 @@
 
 namespace rill {
 
-BufferSlice::BufferSlice(BufferSlice&& other) noexcept { *this = std::move(other); }
-
-BufferSlice& BufferSlice::operator=(BufferSlice&& other) noexcept {
-  if (this == &other) return *this;
-  Free();
+void BufferSlice::MoveFrom(BufferSlice& other) noexcept {
+  RILL_DCHECK(IsBare());
   if (other.heap_ != nullptr) {
     heap_ = std::exchange(other.heap_, nullptr);
     capacity_ = std::exchange(other.capacity_, static_cast<uint32_t>(kInlineBuffers));
@@ -29,7 +26,6 @@ BufferSlice& BufferSlice::operator=(BufferSlice&& other) noexcept {
   }
   count_ = std::exchange(other.count_, 0);
   size_ = std::exchange(other.size_, 0);
-  return *this;
 }
 
 void BufferSlice::Grow() {
@@ -78,7 +74,7 @@ BufferSlice BufferSlice::Ref() const {
   return copy;
 }
 
-void BufferSlice::Free() noexcept {
+void BufferSlice::FreeSlow() noexcept {
   Buffer* buffers = data();
   for (uint32_t i = 0; i < count_; ++i) buffers[i].~Buffer();
   if (heap_ != nullptr) std::allocator<Buffer>().deallocate(heap_, capacity_);

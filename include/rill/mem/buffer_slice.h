@@ -40,8 +40,16 @@ class [[nodiscard]] BufferSlice {
 
   BufferSlice() noexcept = default;
   explicit BufferSlice(Buffer buffer) { Append(std::move(buffer)); }
-  BufferSlice(BufferSlice&& other) noexcept;
-  BufferSlice& operator=(BufferSlice&& other) noexcept;
+  BufferSlice(BufferSlice&& other) noexcept {
+    if (!other.IsBare()) MoveFrom(other);
+  }
+  BufferSlice& operator=(BufferSlice&& other) noexcept {
+    if (this != &other) {
+      Free();
+      if (!other.IsBare()) MoveFrom(other);
+    }
+    return *this;
+  }
   BufferSlice(const BufferSlice&) = delete;
   BufferSlice& operator=(const BufferSlice&) = delete;
   ~BufferSlice() { Free(); }
@@ -64,7 +72,9 @@ class [[nodiscard]] BufferSlice {
   // A second owner of every buffer. O(buffer_count) atomic increments; no bytes copied.
   [[nodiscard]] BufferSlice Ref() const;
   // Releases every buffer; the slice becomes empty.
-  void Free() noexcept;
+  void Free() noexcept {
+    if (!IsBare()) FreeSlow();
+  }
 
   // Removes the first `n` bytes and returns them as a slice, splitting a buffer at the boundary
   // without copying. `n` must be <= size().
@@ -98,6 +108,11 @@ class [[nodiscard]] BufferSlice {
   const Buffer* storage() const noexcept {
     return heap_ != nullptr ? heap_ : std::launder(reinterpret_cast<const Buffer*>(inline_));
   }
+  // No buffer and no heap storage: nothing to free or move (the common case on hot paths).
+  bool IsBare() const noexcept { return count_ == 0 && heap_ == nullptr; }
+  void MoveFrom(BufferSlice& other) noexcept;  // requires IsBare()
+  void FreeSlow() noexcept;
+
   Buffer* data() noexcept { return storage() + head_; }
   const Buffer* data() const noexcept { return storage() + head_; }
   // Makes room for one more buffer at the end.
