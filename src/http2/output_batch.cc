@@ -45,7 +45,8 @@ void OutputBatch::AppendPayload(Buffer payload) {
     AppendCopy(payload.span());
     return;
   }
-  PushPiece(payload.AsIovec(), std::move(payload));
+  const iovec iov = payload.AsIovec();  // before the move below: argument order is unspecified
+  PushPiece(iov, std::move(payload));
 }
 
 void OutputBatch::Consume(size_t n) {
