@@ -28,6 +28,10 @@ namespace rill {
 
 class BufferPool;
 class ClientInterceptor;
+class Compressor;
+
+// gzip, deflate and zstd (rill/compression.h).
+std::vector<std::shared_ptr<Compressor>> DefaultCompressors();
 class ReactorPool;
 
 namespace internal {
@@ -72,6 +76,12 @@ struct ChannelOptions {
   // HTTP/2 flow control windows we advertise; 0 leaves the 64 KiB protocol default.
   uint32_t initial_stream_window = 0;
   uint32_t initial_connection_window = 0;
+
+  // Compressors this channel can use and accepts (grpc-accept-encoding). Defaults to the
+  // built-ins: gzip, deflate and zstd.
+  std::vector<std::shared_ptr<Compressor>> compressors = DefaultCompressors();
+  // Request messages smaller than this are sent uncompressed even when the call compresses.
+  size_t min_compress_size = 0;
 
   // Run in order for every call; the first is the outermost.
   std::vector<std::shared_ptr<ClientInterceptor>> interceptors;

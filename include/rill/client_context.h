@@ -51,6 +51,13 @@ class ClientContext {
   }
   [[nodiscard]] Clock::time_point deadline() const noexcept { return deadline_; }
 
+  // Compresses this call's request messages with `encoding` ("gzip", "deflate", "zstd", or a
+  // compressor registered on the channel; "" or "identity" for none).
+  void set_compression(std::string_view encoding) { compression_.assign(encoding); }
+  [[nodiscard]] std::string_view compression() const noexcept { return compression_; }
+  // Whether the last response message received was compressed (valid after it was read).
+  [[nodiscard]] bool response_compressed() const noexcept { return response_compressed_; }
+
   // Overrides the :authority header (default: the channel's authority).
   void set_authority(std::string_view authority) { authority_ = authority; }
   [[nodiscard]] std::string_view authority() const noexcept { return authority_; }
@@ -78,6 +85,8 @@ class ClientContext {
   Clock::time_point deadline_ = Clock::time_point::max();
   std::string authority_;
   std::string peer_;
+  std::string compression_;
+  bool response_compressed_ = false;
 
   std::mutex mu_;  // guards call_ and cancelled_ against TryCancel() from other threads
   internal::ClientCall* call_ = nullptr;  // the running call (holds a reference), or null

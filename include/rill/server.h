@@ -29,6 +29,7 @@
 namespace rill {
 
 class BufferPool;
+class Compressor;
 class ReactorPool;
 class Service;
 class ServerInterceptor;
@@ -57,6 +58,8 @@ struct ServerOptions {
   std::chrono::milliseconds shutdown_grace{5000};
   // Bytes read from a socket at a time (one pooled block per read).
   size_t read_block_size = 32 * 1024;
+  // Response messages smaller than this are sent uncompressed even when the call compresses.
+  size_t min_compress_size = 0;
 
   // Keepalive: a connection silent for `keepalive_time` gets a PING, and is closed if nothing
   // arrives within `keepalive_timeout`.
@@ -106,6 +109,11 @@ class ServerBuilder {
   // The service must outlive the server.
   ServerBuilder& RegisterService(Service* service);
   ServerBuilder& AddInterceptor(std::shared_ptr<ServerInterceptor> interceptor);
+  // Adds a compressor to the built-in ones (gzip, deflate, zstd); one with an existing name
+  // replaces it.
+  ServerBuilder& RegisterCompressor(std::shared_ptr<Compressor> compressor);
+  // Removes every compressor (the server then accepts only uncompressed messages).
+  ServerBuilder& ClearCompressors();
   ServerBuilder& SetOptions(const ServerOptions& options);
   ServerOptions& options();
   // Threads to run on. Null (default): the server starts one reactor per core.

@@ -77,8 +77,20 @@ class ServerContext {
   // The peer's address, e.g. "ipv4:127.0.0.1:53012", "ipv6:[::1]:53012" or "unix:/path".
   [[nodiscard]] std::string_view peer() const noexcept;
 
-  // The encoding the request used ("identity" when uncompressed).
+  // The grpc-encoding of the request ("" when it sent none).
   [[nodiscard]] std::string_view request_encoding() const noexcept { return request_encoding_; }
+  // Whether the last request message received was compressed.
+  [[nodiscard]] bool request_compressed() const noexcept { return request_compressed_; }
+  // The encodings the client accepts (its grpc-accept-encoding, verbatim).
+  [[nodiscard]] std::string_view client_accept_encoding() const noexcept {
+    return client_accept_encoding_;
+  }
+  // Compresses the response messages with `encoding` ("identity" for none). By default a call
+  // answers in the request's encoding when the client accepts it. Ignored unless the client
+  // accepts it and the server has that compressor; effective until the response headers are
+  // sent.
+  void set_compression(std::string_view encoding) { response_encoding_.assign(encoding); }
+  [[nodiscard]] std::string_view compression() const noexcept { return response_encoding_; }
 
   // The reactor this call runs on (for co_spawn, timers, and coming back from other threads).
   [[nodiscard]] asio::io_context& io_context() const noexcept;
@@ -96,6 +108,9 @@ class ServerContext {
   std::string method_;
   std::string authority_;
   std::string request_encoding_;
+  std::string client_accept_encoding_;
+  std::string response_encoding_;
+  bool request_compressed_ = false;
   bool cancelled_ = false;
   bool run_async_ = false;  // set by a generated sync stub that was not overridden
 

@@ -23,6 +23,7 @@ ChannelImpl::ChannelImpl(std::string target, Address address, ChannelOptions opt
       address_(std::move(address)),
       options_(std::move(options)),
       pool_(options_.buffer_pool != nullptr ? options_.buffer_pool : &DefaultBufferPool()),
+      compressors_(options_.compressors),
       resolver_(options_.reactors != nullptr ? options_.reactors->Next()
                                              : (owned_reactors_ = std::make_unique<ReactorPool>(
                                                     ReactorPool::Options{.threads = 1, .cpus = {}}),

@@ -24,6 +24,7 @@
 #include "rill/client_call.h"
 #include "rill/mem/buffer_pool.h"
 #include "rill/reactor_pool.h"
+#include "src/rpc/compressor_set.h"
 #include "src/transport/address.h"
 
 namespace rill::internal {
@@ -42,6 +43,7 @@ class ChannelImpl {
   [[nodiscard]] asio::io_context& io_context() const noexcept { return *io_context_; }
   [[nodiscard]] const std::string& authority() const noexcept { return authority_; }
   [[nodiscard]] const std::string& user_agent() const noexcept { return user_agent_; }
+  [[nodiscard]] const CompressorSet& compressors() const noexcept { return compressors_; }
   [[nodiscard]] bool OnReactor() const noexcept { return ReactorPool::Current() == io_context_; }
 
   // Starts a unary call (from any thread).
@@ -92,6 +94,7 @@ class ChannelImpl {
   BufferPool* pool_;
   std::string authority_;
   std::string user_agent_;
+  CompressorSet compressors_;
 
   // Reactor-confined state.
   State state_ = State::kIdle;

@@ -28,6 +28,8 @@ void ClientContext::Reset() {
   deadline_ = Clock::time_point::max();
   authority_.clear();
   peer_.clear();
+  compression_.clear();
+  response_compressed_ = false;
   cancelled_ = false;
 }
 
@@ -118,6 +120,8 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   grpc_status_ = 0;
   grpc_message_.clear();
   grpc_details_.clear();
+  request_compressor_ = nullptr;
+  response_encoding_.clear();
   const uint32_t window = channel_.options().initial_stream_window;
   inbound_.Reset(channel_.options().max_receive_message_size, window != 0 ? window : 65535,
                  /*credit_on_receipt=*/!stream);
@@ -161,11 +165,20 @@ bool ClientCall::Prepare() {
     Complete(Status(StatusCode::kDeadlineExceeded, "deadline exceeded before the call started"));
     return false;
   }
+  const std::string_view compression = context_->compression();
+  if (!compression.empty() && compression != "identity") {
+    request_compressor_ = channel_.compressors().Find(compression);
+    if (request_compressor_ == nullptr) {
+      Complete(Status(StatusCode::kInternal,
+                      "the channel has no compressor \"" + std::string(compression) + "\""));
+      return false;
+    }
+  }
   Status status;
   if (!is_stream_) {
     BufferSlice message;
-    status = SerializeMessage(*request_, channel_.options().max_send_message_size,
-                              channel_.pool(), message);
+    status = EncodeMessage(*request_, request_compressor_, channel_.options().min_compress_size,
+                           channel_.options().max_send_message_size, channel_.pool(), message);
     if (!status.ok()) {
       Complete(std::move(status));
       return false;
@@ -183,6 +196,8 @@ bool ClientCall::Prepare() {
   headers_.Add("content-type", "application/grpc");
   headers_.Add("te", "trailers");
   headers_.Add("user-agent", channel_.user_agent());
+  if (request_compressor_ != nullptr) headers_.Add("grpc-encoding", request_compressor_->name());
+  headers_.Add("grpc-accept-encoding", channel_.compressors().accept_encoding());
   if (deadline != ClientContext::Clock::time_point::max()) {
     char timeout[kMaxTimeoutEncodedSize];
     const size_t n = EncodeTimeout(deadline - now, timeout);
@@ -235,6 +250,8 @@ void ClientCall::OnHeader(HeadersKind kind, std::string_view name, std::string_v
   } else if (name == "grpc-message") {
     grpc_message_.clear();
     PercentDecode(value, grpc_message_);
+  } else if (name == "grpc-encoding") {
+    response_encoding_.assign(value);
   } else if (name == "grpc-status-details-bin") {
     grpc_details_.clear();
     if (!Base64Decode(value, grpc_details_)) grpc_details_.clear();
@@ -308,11 +325,10 @@ Status ClientCall::StatusFromResponse() {
     return Status(StatusCode::kInternal, "server sent no response message for a unary call");
   }
   Message message = inbound_.Pop(nullptr, stream_id_);  // unary: credited on receipt
-  if (message.compressed) {
-    message.body.Free();
-    return Status(StatusCode::kInternal, "compressed response; compression is not negotiated");
-  }
-  return ParseMessage(std::move(message.body), *response_);
+  context_->response_compressed_ = message.compressed;
+  return DecodeMessage(std::move(message), response_encoding_, channel_.compressors(),
+                       channel_.options().max_receive_message_size, channel_.pool(),
+                       /*server=*/false, *response_);
 }
 
 void ClientCall::OnStreamClosed(uint32_t error_code) {
@@ -406,10 +422,11 @@ void ClientCall::Post(Fn&& fn) {
 }
 
 void ClientCall::StartWrite(const google::protobuf::MessageLite& message, bool last,
-                            detail::Completion<void(bool)> done) {
+                            bool no_compression, detail::Completion<void(bool)> done) {
   RILL_CHECK_MSG(!write_done_, "a second Write() while one is outstanding");
   write_message_ = &message;
   write_last_ = last;
+  write_no_compression_ = no_compression;
   write_done_ = std::move(done);
   TryWrite();
 }
@@ -423,8 +440,10 @@ void ClientCall::TryWrite() {
   }
   if (out_.queued_bytes() >= kWriteQuota) return;  // OnDataFramed retries
   BufferSlice bytes;
-  Status status = SerializeMessage(*write_message_, channel_.options().max_send_message_size,
-                                   channel_.pool(), bytes);
+  Status status = EncodeMessage(*write_message_,
+                                write_no_compression_ ? nullptr : request_compressor_,
+                                channel_.options().min_compress_size,
+                                channel_.options().max_send_message_size, channel_.pool(), bytes);
   write_message_ = nullptr;
   if (!status.ok()) {
     Post([done = std::move(write_done_)]() mutable { done(false); });
@@ -466,15 +485,12 @@ void ClientCall::TryRead() {
   if (!inbound_.empty()) {
     Message next = inbound_.Pop(stream_open_ ? &transport_->session() : nullptr, stream_id_);
     if (stream_open_) transport_->connection().ScheduleFlush();
-    if (next.compressed) {
-      next.body.Free();
-      Cancel(Status(StatusCode::kInternal, "compressed response; compression is not negotiated"));
-      ok = false;
-    } else {
-      Status status = ParseMessage(std::move(next.body), *read_message_);
-      ok = status.ok();
-      if (!ok) Cancel(std::move(status));
-    }
+    if (context_ != nullptr) context_->response_compressed_ = next.compressed;
+    Status status = DecodeMessage(std::move(next), response_encoding_, channel_.compressors(),
+                                  channel_.options().max_receive_message_size, channel_.pool(),
+                                  /*server=*/false, *read_message_);
+    ok = status.ok();
+    if (!ok) Cancel(std::move(status));
   } else if (completed_ || remote_closed_) {
     ok = false;
   } else {

@@ -51,7 +51,7 @@ class ClientCall {
   bool Prepare();
 
   // Streaming operations (on the reactor). Each completion runs from a fresh handler.
-  void StartWrite(const google::protobuf::MessageLite& message, bool last,
+  void StartWrite(const google::protobuf::MessageLite& message, bool last, bool no_compression,
                   detail::Completion<void(bool)> done);
   void StartWritesDone(detail::Completion<void(bool)> done);
   void StartRead(google::protobuf::MessageLite* message, detail::Completion<void(bool)> done);
@@ -125,6 +125,9 @@ class ClientCall {
   bool remote_closed_ = false;
   const google::protobuf::MessageLite* write_message_ = nullptr;  // a write waiting for quota
   bool write_last_ = false;
+  bool write_no_compression_ = false;
+  Compressor* request_compressor_ = nullptr;
+  std::string response_encoding_;
   detail::Completion<void(bool)> write_done_;
   google::protobuf::MessageLite* read_message_ = nullptr;  // a read waiting for a message
   detail::Completion<void(bool)> read_done_;

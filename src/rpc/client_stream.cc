@@ -30,10 +30,11 @@ class ClientStream final : public ClientStreamCore {
     OnReactor([call = call_] { call->OnUserGone(); });
   }
 
-  void StartWrite(const google::protobuf::MessageLite& message, WriteOptions /*options*/,
+  void StartWrite(const google::protobuf::MessageLite& message, WriteOptions options,
                   bool last, detail::Completion<void(bool)> done) override {
-    OnReactor([call = call_, m = &message, last, done = std::move(done)]() mutable {
-      call->StartWrite(*m, last, std::move(done));
+    OnReactor([call = call_, m = &message, last, no_compression = options.no_compression,
+               done = std::move(done)]() mutable {
+      call->StartWrite(*m, last, no_compression, std::move(done));
     });
   }
   void StartWritesDone(detail::Completion<void(bool)> done) override {

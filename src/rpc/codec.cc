@@ -30,6 +30,73 @@ Status SerializeMessage(const google::protobuf::MessageLite& message, size_t max
   return Status();
 }
 
+Status EncodeMessage(const google::protobuf::MessageLite& message, Compressor* compressor,
+                     size_t min_compress_size, size_t max_size, BufferPool& pool,
+                     BufferSlice& out) {
+  if (compressor == nullptr) return SerializeMessage(message, max_size, pool, out);
+  const size_t size = message.ByteSizeLong();
+  if (size < min_compress_size || size == 0) return SerializeMessage(message, max_size, pool, out);
+  if (size > std::numeric_limits<uint32_t>::max()) {
+    return Status(StatusCode::kResourceExhausted,
+                  "message of " + std::to_string(size) + " bytes cannot be sent");
+  }
+  Buffer body = Buffer::Allocate(size, pool);
+  auto* begin = reinterpret_cast<uint8_t*>(body.mutable_data());
+  if (static_cast<size_t>(message.SerializeWithCachedSizesToArray(begin) - begin) != size) {
+    return Status(StatusCode::kInternal, "message changed while being serialized");
+  }
+  BufferSlice plain(std::move(body));
+  BufferSlice compressed;
+  Status status = compressor->Compress(plain, pool, compressed);
+  if (!status.ok()) return status;
+  BufferSlice* payload = &compressed;
+  bool flag = true;
+  if (compressed.size() >= plain.size()) {  // incompressible: send it as it is
+    payload = &plain;
+    flag = false;
+  }
+  if (payload->size() > max_size) {
+    return Status(StatusCode::kResourceExhausted,
+                  "message of " + std::to_string(payload->size()) +
+                      " bytes exceeds the send limit of " + std::to_string(max_size));
+  }
+  Buffer prefix = Buffer::Allocate(kMessagePrefixSize, pool);
+  WriteMessagePrefix(prefix.mutable_data(), flag, static_cast<uint32_t>(payload->size()));
+  out.Append(std::move(prefix));
+  out.Append(std::move(*payload));
+  return Status();
+}
+
+Status DecodeMessage(Message message, std::string_view encoding,
+                     const CompressorSet& compressors, size_t max_size, BufferPool& pool,
+                     bool server, google::protobuf::MessageLite& out) {
+  if (!message.compressed) return ParseMessage(std::move(message.body), out);
+  if (encoding.empty() || encoding == "identity") {
+    message.body.Free();
+    return Status(StatusCode::kInternal,
+                  "message flagged as compressed, but the call has no grpc-encoding");
+  }
+  Compressor* compressor = compressors.Find(encoding);
+  if (compressor == nullptr) {
+    message.body.Free();
+    return Status(server ? StatusCode::kUnimplemented : StatusCode::kInternal,
+                  "message compressed with unsupported encoding \"" + std::string(encoding) +
+                      "\"");
+  }
+  BufferSlice plain;
+  Status status = compressor->Decompress(message.body, pool, max_size, plain);
+  message.body.Free();  // the compressed bytes go back as soon as they are expanded
+  if (!status.ok()) {
+    if (status.code() == StatusCode::kResourceExhausted) {
+      return Status(StatusCode::kResourceExhausted,
+                    "message larger than max (" + std::to_string(max_size) +
+                        " bytes) after decompression");
+    }
+    return status;
+  }
+  return ParseMessage(std::move(plain), out);
+}
+
 Status ParseMessage(BufferSlice data, google::protobuf::MessageLite& message) {
   bool ok;
   if (data.buffer_count() <= 1) {

@@ -11,8 +11,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <string_view>
+
+#include "rill/compression.h"
 #include "rill/mem/buffer_slice.h"
 #include "rill/status.h"
+#include "src/rpc/compressor_set.h"
+#include "src/rpc/deframer.h"
 
 namespace google::protobuf {
 class MessageLite;
@@ -26,6 +31,23 @@ inline constexpr size_t kMessagePrefixSize = 5;
 // RESOURCE_EXHAUSTED above `max_size` bytes (or 4 GiB), INTERNAL if protobuf fails.
 Status SerializeMessage(const google::protobuf::MessageLite& message, size_t max_size,
                         BufferPool& pool, BufferSlice& out);
+
+// Like SerializeMessage, but compresses the body with `compressor` (when not null and the
+// body has at least `min_compress_size` bytes) and sets the prefix's compressed flag. A body that
+// does not shrink is sent uncompressed (the flag is per message). The limit applies to the bytes
+// sent. The prefix is a small separate piece in front of the compressed chunks.
+Status EncodeMessage(const google::protobuf::MessageLite& message, Compressor* compressor,
+                     size_t min_compress_size, size_t max_size, BufferPool& pool,
+                     BufferSlice& out);
+
+// Parses a received message: decompresses it first when its flag says so (through `encoding`,
+// the call's grpc-encoding, looked up in `compressors`), bounded by `max_size`. Frees every
+// buffer involved. Errors: compressed without an encoding → INTERNAL; unknown encoding →
+// UNIMPLEMENTED on a server, INTERNAL on a client; corrupt data → INTERNAL; larger than
+// `max_size` once decompressed → RESOURCE_EXHAUSTED; unparsable → INTERNAL.
+Status DecodeMessage(Message message, std::string_view encoding,
+                     const CompressorSet& compressors, size_t max_size, BufferPool& pool,
+                     bool server, google::protobuf::MessageLite& out);
 
 // Parses `data` (the message body, without prefix) into `message` and frees `data`.
 // INTERNAL when the bytes are not a valid message.

@@ -26,6 +26,18 @@ ServerBuilder& ServerBuilder::AddInterceptor(std::shared_ptr<ServerInterceptor> 
   return *this;
 }
 
+ServerBuilder& ServerBuilder::RegisterCompressor(std::shared_ptr<Compressor> compressor) {
+  auto& all = config_->compressors;
+  std::erase_if(all, [&](const auto& c) { return c->name() == compressor->name(); });
+  all.push_back(std::move(compressor));
+  return *this;
+}
+
+ServerBuilder& ServerBuilder::ClearCompressors() {
+  config_->compressors.clear();
+  return *this;
+}
+
 ServerBuilder& ServerBuilder::SetOptions(const ServerOptions& options) {
   config_->options = options;
   return *this;

@@ -38,6 +38,9 @@ void ServerContext::Reset() {
   method_.clear();
   authority_.clear();
   request_encoding_.clear();
+  client_accept_encoding_.clear();
+  response_encoding_.clear();
+  request_compressed_ = false;
   cancelled_ = false;
   run_async_ = false;
 }
@@ -90,6 +93,7 @@ void ServerCall::Begin(int32_t stream_id) {
   out_.Reset();
   headers_sent_ = false;
   status_sent_ = false;
+  response_compressor_ = nullptr;
   stream_closed_ = false;
   handler_running_ = false;
   released_ = false;
@@ -134,8 +138,10 @@ void ServerCall::OnHeader(std::string_view name, std::string_view value) {
     }
   } else if (name == "grpc-encoding") {
     context_.request_encoding_.assign(value);
-  } else if (name == "te" || name == "grpc-accept-encoding") {
-    // te is validated by the HTTP/2 layer; accepted encodings matter once compression exists.
+  } else if (name == "grpc-accept-encoding") {
+    context_.client_accept_encoding_.assign(value);
+  } else if (name == "te") {
+    // validated by the HTTP/2 layer
   } else if (!AddReceivedMetadata(name, value, context_.client_metadata_, scratch_)) {
     http_error_ = 400;
     header_error_ = Status(StatusCode::kInternal,
@@ -163,6 +169,12 @@ void ServerCall::OnHeadersEnd(bool end_stream) {
                      well_formed ? "unknown method " + context_.method_
                                  : "malformed :path \"" + context_.method_ + "\""));
   } else {
+    // Answer in the request's encoding when the client accepts it.
+    const std::string& encoding = context_.request_encoding_;
+    if (!encoding.empty() && encoding != "identity" &&
+        AcceptsEncoding(context_.client_accept_encoding_, encoding)) {
+      context_.response_encoding_ = encoding;
+    }
     if (timeout_) {
       context_.deadline_ = ServerContext::Clock::now() +
                            std::chrono::duration_cast<ServerContext::Clock::duration>(*timeout_);
@@ -242,20 +254,12 @@ void ServerCall::RunUnary() {
     FinishUnary(std::move(status));
     return;
   }
-  if (request.compressed) {
-    request.body.Free();
-    const std::string& encoding = context_.request_encoding_;
-    if (encoding.empty() || encoding == "identity") {
-      FinishUnary(Status(StatusCode::kInternal,
-                         "compressed message without a grpc-encoding header"));
-    } else {
-      FinishUnary(Status(StatusCode::kUnimplemented,
-                         "message compressed with unsupported encoding \"" + encoding + "\""));
-    }
-    return;
-  }
   request_message_ = method_->NewRequest(&arena_);
-  status = ParseMessage(std::move(request.body), *request_message_);
+  context_.request_compressed_ = request.compressed;
+  const ServerImpl& server = transport_->server();
+  status = DecodeMessage(std::move(request), context_.request_encoding_, server.compressors(),
+                         server.options().max_receive_message_size, server.pool(),
+                         /*server=*/true, *request_message_);
   if (!status.ok()) {
     FinishUnary(std::move(status));
     return;
@@ -297,8 +301,9 @@ void ServerCall::FinishUnary(Status status) {
   }
   BufferSlice response;
   if (status.ok()) {
-    status = SerializeMessage(*response_message_, transport_->server().options().max_send_message_size,
-                              transport_->server().pool(), response);
+    const ServerOptions& options = transport_->server().options();
+    status = EncodeMessage(*response_message_, ResponseCompressor(), options.min_compress_size,
+                           options.max_send_message_size, transport_->server().pool(), response);
   }
   arena_.Reset();
   request_message_ = response_message_ = nullptr;
@@ -318,10 +323,25 @@ bool ServerCall::SendHeadersIfNeeded() {
   headers_.Clear();
   headers_.Add(":status", "200");
   headers_.Add("content-type", "application/grpc");
+  if (Compressor* compressor = ResponseCompressor()) {
+    headers_.Add("grpc-encoding", compressor->name());
+  }
+  headers_.Add("grpc-accept-encoding", transport_->server().compressors().accept_encoding());
   if (!AppendMetadata(context_.initial_metadata_, headers_, scratch_).ok()) return false;
   transport_->session().SubmitResponse(stream_id_, headers_, &out_);
   headers_sent_ = true;
   return true;
+}
+
+Compressor* ServerCall::ResponseCompressor() {
+  if (!headers_sent_) {
+    const std::string& encoding = context_.response_encoding_;
+    response_compressor_ =
+        encoding.empty() || !AcceptsEncoding(context_.client_accept_encoding_, encoding)
+            ? nullptr
+            : transport_->server().compressors().Find(encoding);
+  }
+  return response_compressor_;
 }
 
 void ServerCall::SendInitialMetadata() {
@@ -340,6 +360,7 @@ void ServerCall::SendStatus(Status status) {
     headers_.Clear();
     headers_.Add(":status", "200");
     headers_.Add("content-type", "application/grpc");
+    headers_.Add("grpc-accept-encoding", transport_->server().compressors().accept_encoding());
     AppendStatus(status, headers_, scratch_);
     AppendMetadata(context_.initial_metadata_, headers_, scratch_).IgnoreError();
     AppendMetadata(context_.trailing_metadata_, headers_, scratch_).IgnoreError();
@@ -488,14 +509,11 @@ Awaitable<bool> ServerCall::Read(google::protobuf::MessageLite* message) {
     if (!inbound_.empty()) {
       Message next = inbound_.Pop(&transport_->session(), stream_id_);
       Flush();  // the window credit goes out
-      if (next.compressed) {
-        next.body.Free();
-        Fail(200, Status(StatusCode::kUnimplemented,
-                         "message compressed with unsupported encoding \"" +
-                             context_.request_encoding_ + "\""));
-        co_return false;
-      }
-      Status status = ParseMessage(std::move(next.body), *message);
+      context_.request_compressed_ = next.compressed;
+      const ServerImpl& server = transport_->server();
+      Status status = DecodeMessage(std::move(next), context_.request_encoding_,
+                                    server.compressors(), server.options().max_receive_message_size,
+                                    server.pool(), /*server=*/true, *message);
       if (!status.ok()) {
         Fail(200, std::move(status));
         co_return false;
@@ -508,14 +526,18 @@ Awaitable<bool> ServerCall::Read(google::protobuf::MessageLite* message) {
 }
 
 Awaitable<bool> ServerCall::Write(const google::protobuf::MessageLite& message,
-                                  WriteOptions /*options*/) {
+                                  WriteOptions options) {
   while (phase_ != Phase::kFinished && out_.queued_bytes() >= kWriteQuota) {
     co_await write_waiter_.Wait();
   }
   if (phase_ == Phase::kFinished) co_return false;
   BufferSlice bytes;
-  Status status = SerializeMessage(message, transport_->server().options().max_send_message_size,
-                                   transport_->server().pool(), bytes);
+  const ServerOptions& server_options = transport_->server().options();
+  Compressor* compressor = ResponseCompressor();
+  Status status = EncodeMessage(message, options.no_compression ? nullptr : compressor,
+                                server_options.min_compress_size,
+                                server_options.max_send_message_size, transport_->server().pool(),
+                                bytes);
   if (!status.ok()) {
     Fail(200, std::move(status));
     co_return false;

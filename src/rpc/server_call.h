@@ -30,6 +30,7 @@
 #include "rill/service.h"
 #include "src/http2/header_block.h"
 #include "src/http2/http2_session.h"
+#include "src/rpc/compressor_set.h"
 #include "src/rpc/inbound_queue.h"
 #include "src/rpc/waiter.h"
 
@@ -89,6 +90,8 @@ class ServerCall final : public ServerStreamCore {
 
   void SendStatus(Status status);
   bool SendHeadersIfNeeded();
+  // The compressor for response messages (null: uncompressed); fixed once headers are sent.
+  Compressor* ResponseCompressor();
   void Cancel(StatusCode why);
   void ArmDeadline();
   void DisarmDeadline();
@@ -129,6 +132,7 @@ class ServerCall final : public ServerStreamCore {
   HeaderBlock headers_;
   bool headers_sent_ = false;
   bool status_sent_ = false;
+  Compressor* response_compressor_ = nullptr;
 
   // Life cycle.
   bool stream_closed_ = false;

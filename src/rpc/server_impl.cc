@@ -8,7 +8,8 @@ namespace rill::internal {
 
 ServerImpl::ServerImpl(ServerConfig config)
     : config_(std::move(config)),
-      pool_(config_.pool != nullptr ? config_.pool : &DefaultBufferPool()) {}
+      pool_(config_.pool != nullptr ? config_.pool : &DefaultBufferPool()),
+      compressors_(config_.compressors) {}
 
 ServerImpl::~ServerImpl() { Shutdown(std::chrono::milliseconds(0)); }
 

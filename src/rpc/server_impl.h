@@ -21,6 +21,7 @@
 #include "rill/reactor_pool.h"
 #include "rill/server.h"
 #include "rill/service.h"
+#include "src/rpc/compressor_set.h"
 #include "src/transport/address.h"
 #include "src/transport/listener.h"
 
@@ -36,6 +37,7 @@ struct ServerConfig {
   std::vector<Port> ports;
   std::vector<Service*> services;
   std::vector<std::shared_ptr<ServerInterceptor>> interceptors;
+  std::vector<std::shared_ptr<Compressor>> compressors = CompressorSet::BuiltIns();
   ServerOptions options;
   ReactorPool* reactors = nullptr;
   size_t reactor_count = 0;
@@ -59,6 +61,7 @@ class ServerImpl {
     return config_.interceptors;
   }
   [[nodiscard]] const std::vector<int>& ports() const noexcept { return bound_ports_; }
+  [[nodiscard]] const CompressorSet& compressors() const noexcept { return compressors_; }
 
   // Called by connections on their reactor.
   void OnTransportDone(ServerTransport* transport);
@@ -78,6 +81,7 @@ class ServerImpl {
 
   ServerConfig config_;
   BufferPool* pool_;
+  CompressorSet compressors_;
   std::unique_ptr<ReactorPool> owned_reactors_;
   ReactorPool* reactors_ = nullptr;
   std::unordered_map<std::string, const detail::MethodHandler*, StringHash, std::equal_to<>>
