@@ -166,8 +166,9 @@ size_t BufferSlice::PinnedBytes() const noexcept {
 }
 
 void BufferSlice::Compact(BufferPool& pool) {
-  if (count_ <= 1) return;
-  Buffer flat = MaterializeToBuffer(pool);
+  if (count_ == 0 || (count_ == 1 && PinnedBytes() <= 2 * size_)) return;
+  Buffer flat = Buffer::Allocate(size_, pool);
+  CopyTo(std::span<std::byte>(flat.mutable_data(), size_));  // counts the copied bytes
   Free();
   Append(std::move(flat));
 }

@@ -24,6 +24,11 @@ Status InboundQueue::Push(Buffer payload, Http2Session& session, int32_t stream_
     Status error;
     switch (deframer_.Next(message, error, pool)) {
       case MessageDeframer::Result::kMessage:
+        // A message that waits behind others must not keep whole read blocks alive for a few
+        // bytes of them: past twice its size in pinned memory, it moves into its own block.
+        if (!empty() && message.body.PinnedBytes() > 2 * message.body.size()) {
+          message.body.Compact(pool);
+        }
         queued_bytes_ += message.body.size() + kMessagePrefixSize;
         messages_.push_back(std::move(message));
         continue;

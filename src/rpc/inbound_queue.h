@@ -9,6 +9,9 @@
 //     message larger than the window gets the difference granted while it arrives (otherwise it
 //     could never arrive), and the window is restored once it was taken.
 //
+// A message queued behind others whose views pin more than twice its size (pieces of large
+// read blocks) is compacted into a block of its own, so a backlog costs about its payload.
+//
 // Thread safety: reactor-confined.
 #ifndef RILL_SRC_RPC_INBOUND_QUEUE_H_
 #define RILL_SRC_RPC_INBOUND_QUEUE_H_

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -214,14 +215,28 @@ TEST(BufferSliceTest, CompactOfSmallTotalUsesASmallBlock) {
             Pattern(8 * kKiB).substr(0, 300) + Pattern(8 * kKiB).substr(5000, 400));
 }
 
-TEST(BufferSliceTest, CompactOfOneBufferIsANoOp) {
+TEST(BufferSliceTest, CompactOfOneTightBufferIsANoOp) {
   TieredBufferPool pool;
-  BufferSlice slice = MakeSlice({5000}, pool);
+  BufferSlice slice = MakeSlice({5000}, pool);  // a 8 KiB block: pins less than twice 5000
   const std::byte* data = slice.buffer(0).data();
   const uint64_t before = CopiedPayloadBytes();
   slice.Compact(pool);
   EXPECT_EQ(slice.buffer(0).data(), data);
   EXPECT_EQ(CopiedPayloadBytes(), before);
+}
+
+TEST(BufferSliceTest, CompactCopiesASmallViewOfALargeBlock) {
+  TieredBufferPool pool;
+  Buffer block = Buffer::Allocate(32 * 1024, pool);
+  std::memset(block.mutable_data(), 7, block.size());
+  BufferSlice slice(block.Slice(100, 100 + 2000));  // 2000 bytes pinning 32 KiB
+  block.Free();
+  const uint64_t before = CopiedPayloadBytes();
+  slice.Compact(pool);
+  EXPECT_EQ(slice.size(), 2000u);
+  EXPECT_EQ(slice.PinnedBytes(), 2048u);
+  EXPECT_EQ(CopiedPayloadBytes() - before, 2000u);
+  EXPECT_EQ(slice.Materialize(), std::string(2000, '\7'));
 }
 
 }  // namespace

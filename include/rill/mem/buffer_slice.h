@@ -93,8 +93,9 @@ class [[nodiscard]] BufferSlice {
   // Sum of the capacities of the blocks the buffers keep alive (compaction compares this with
   // size()). A block shared by two buffers of this slice is counted twice.
   [[nodiscard]] size_t PinnedBytes() const noexcept;
-  // Replaces the buffers with one block holding a copy of all bytes (when pinned memory is much
-  // larger than the payload). No-op when there is at most one buffer.
+  // Replaces the buffers with one block holding a copy of all bytes, when they pin more than
+  // twice the bytes they carry (several pieces, or one small view of a large block). A slice
+  // that is already tight is left alone.
   void Compact(BufferPool& pool);
 
  private:
