@@ -24,11 +24,23 @@ struct HeaderField {
   std::string_view value;
   // Sensitive fields are never added to the peer's HPACK dynamic table.
   bool never_index = false;
+  // The bytes live at least until the header block is sent (no copy needed).
+  bool static_name = false;
+  bool static_value = false;
 };
 
 class HeaderBlock {
  public:
+  // Copies name and value.
   void Add(std::string_view name, std::string_view value, bool never_index = false);
+  // Keeps references instead of copies: the strings must outlive the sending of the block
+  // (string literals, strings owned by the server or channel).
+  void AddStatic(std::string_view name, std::string_view value) {
+    entries_.push_back(Entry{name.data(), value.data(), 0, static_cast<uint32_t>(name.size()), 0,
+                             static_cast<uint32_t>(value.size()), false});
+  }
+  // A static name with a copied value.
+  void AddStaticName(std::string_view name, std::string_view value);
   void Clear() noexcept {
     bytes_.clear();
     entries_.clear();
@@ -56,9 +68,12 @@ class HeaderBlock {
 
  private:
   struct Entry {
+    const char* name;   // static bytes, or null: bytes_[name_offset, +name_size)
+    const char* value;  // static bytes, or null: bytes_[value_offset, +value_size)
     uint32_t name_offset;
     uint32_t name_size;
-    uint32_t value_size;  // the value follows the name
+    uint32_t value_offset;
+    uint32_t value_size;
     bool never_index;
   };
   std::string bytes_;

@@ -24,11 +24,12 @@ class NvArray {
     nghttp2_nv* out = data();
     size_t i = 0;
     for (HeaderField f : block) {
-      out[i++] = nghttp2_nv{
-          reinterpret_cast<uint8_t*>(const_cast<char*>(f.name.data())),
-          reinterpret_cast<uint8_t*>(const_cast<char*>(f.value.data())), f.name.size(),
-          f.value.size(),
-          static_cast<uint8_t>(f.never_index ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE)};
+      uint8_t flags = f.never_index ? NGHTTP2_NV_FLAG_NO_INDEX : NGHTTP2_NV_FLAG_NONE;
+      if (f.static_name) flags |= NGHTTP2_NV_FLAG_NO_COPY_NAME;
+      if (f.static_value) flags |= NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+      out[i++] = nghttp2_nv{reinterpret_cast<uint8_t*>(const_cast<char*>(f.name.data())),
+                            reinterpret_cast<uint8_t*>(const_cast<char*>(f.value.data())),
+                            f.name.size(), f.value.size(), flags};
     }
   }
   nghttp2_nv* data() { return heap_ ? heap_.get() : stack_; }
@@ -59,8 +60,14 @@ uint64_t LoadPingPayload(const uint8_t* data) {
 struct Http2Session::Callbacks {
   static Http2Session* Self(void* user_data) { return static_cast<Http2Session*>(user_data); }
 
-  static void* StreamData(nghttp2_session* session, int32_t stream_id) {
-    return nghttp2_session_get_stream_user_data(session, stream_id);
+  // The stream's attached pointer. Frames of one stream come in runs (a HEADERS block's fields,
+  // a DATA frame's chunks), so the last lookup is remembered.
+  static void* StreamData(Http2Session* self, int32_t stream_id) {
+    if (stream_id != self->cached_stream_id_) {
+      self->cached_stream_id_ = stream_id;
+      self->cached_stream_data_ = nghttp2_session_get_stream_user_data(self->session_, stream_id);
+    }
+    return self->cached_stream_data_;
   }
 
   static int OnBeginHeaders(nghttp2_session* session, const nghttp2_frame* frame,
@@ -81,7 +88,7 @@ struct Http2Session::Callbacks {
     const nghttp2_vec n = nghttp2_rcbuf_get_buf(name);
     const nghttp2_vec v = nghttp2_rcbuf_get_buf(value);
     const int32_t id = frame->hd.stream_id;
-    self->handler_->OnHeader(id, StreamData(session, id), KindOf(frame, self->server_),
+    self->handler_->OnHeader(id, StreamData(self, id), KindOf(frame, self->server_),
                              {reinterpret_cast<const char*>(n.base), n.len},
                              {reinterpret_cast<const char*>(v.base), v.len});
     return 0;
@@ -92,7 +99,7 @@ struct Http2Session::Callbacks {
     const int32_t id = frame->hd.stream_id;
     switch (frame->hd.type) {
       case NGHTTP2_HEADERS:
-        self->handler_->OnHeadersEnd(id, StreamData(session, id), KindOf(frame, self->server_),
+        self->handler_->OnHeadersEnd(id, StreamData(self, id), KindOf(frame, self->server_),
                                      (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0);
         break;
       case NGHTTP2_DATA:
@@ -100,7 +107,7 @@ struct Http2Session::Callbacks {
           ++self->counters_.glitches;  // an empty DATA frame carries nothing
         }
         if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
-          self->handler_->OnRemoteEnd(id, StreamData(session, id));
+          self->handler_->OnRemoteEnd(id, StreamData(self, id));
         }
         break;
       case NGHTTP2_GOAWAY:
@@ -136,7 +143,7 @@ struct Http2Session::Callbacks {
     // others; the stream window waits for Consume().
     nghttp2_session_consume_connection(session, len);
     self->data_bytes_received_ += len;
-    void* stream = StreamData(session, stream_id);
+    void* stream = StreamData(self, stream_id);
     if (stream == nullptr) {
       // Nobody listens (the call already ended): give the stream window back as well.
       nghttp2_session_consume_stream(session, stream_id, len);
@@ -163,7 +170,9 @@ struct Http2Session::Callbacks {
     if (self->server_ ? (stream_id % 2 == 1) : true) {
       if (self->open_streams_ > 0) --self->open_streams_;
     }
-    self->handler_->OnStreamClose(stream_id, StreamData(session, stream_id), error_code);
+    void* stream = StreamData(self, stream_id);
+    self->cached_stream_id_ = 0;  // the stream is gone
+    self->handler_->OnStreamClose(stream_id, stream, error_code);
     return 0;
   }
 
@@ -225,7 +234,7 @@ struct Http2Session::Callbacks {
       self->batch_->AppendPayload(piece.PopFront());
     }
     const int32_t id = frame->hd.stream_id;
-    self->handler_->OnDataFramed(id, StreamData(session, id), length);
+    self->handler_->OnDataFramed(id, StreamData(self, id), length);
     return self->batch_->full() ? NGHTTP2_ERR_PAUSE : 0;
   }
 };
@@ -353,6 +362,7 @@ void Http2Session::SetStreamWindow(int32_t stream_id, int32_t window) {
 }
 
 void Http2Session::SetStreamData(int32_t stream_id, void* stream) {
+  if (stream_id == cached_stream_id_) cached_stream_data_ = stream;
   nghttp2_session_set_stream_user_data(session_, stream_id, stream);
 }
 

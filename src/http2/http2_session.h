@@ -206,6 +206,8 @@ class Http2Session {
   const Buffer* input_ = nullptr;  // the block being parsed, during Receive
   size_t open_streams_ = 0;
   uint64_t data_bytes_received_ = 0;
+  int32_t cached_stream_id_ = 0;  // 0 never names a stream
+  void* cached_stream_data_ = nullptr;
   Counters counters_;
   uint64_t acked_payload_ = 0;
   bool acked_ping_ = false;

@@ -1,6 +1,5 @@
 #include "src/rpc/call_headers.h"
 
-#include <charconv>
 
 #include "src/rpc/wire_format.h"
 
@@ -27,33 +26,38 @@ Status AppendMetadata(const Metadata& metadata, HeaderBlock& block, std::string&
 }
 
 void AppendStatus(const Status& status, HeaderBlock& block, std::string& scratch) {
-  char code[4];
-  const auto [end, ec] = std::to_chars(code, code + sizeof(code), static_cast<int>(status.code()));
-  block.Add("grpc-status", std::string_view(code, static_cast<size_t>(end - code)));
+  static constexpr std::string_view kCodes[] = {"0", "1", "2",  "3",  "4",  "5",  "6",  "7", "8",
+                                                "9", "10", "11", "12", "13", "14", "15", "16"};
+  const int code = static_cast<int>(status.code());
+  block.AddStatic("grpc-status", kCodes[code >= 0 && code <= kMaxStatusCode ? code : 2]);
   if (!status.message().empty()) {
     if (IsPercentEncodingFree(status.message())) {
-      block.Add("grpc-message", status.message());
+      block.AddStaticName("grpc-message", status.message());
     } else {
       scratch.clear();
       PercentEncode(status.message(), scratch);
-      block.Add("grpc-message", scratch);
+      block.AddStaticName("grpc-message", scratch);
     }
   }
   if (!status.details().empty()) {
     scratch.clear();
     Base64Encode(status.details(), scratch);
-    block.Add("grpc-status-details-bin", scratch);
+    block.AddStaticName("grpc-status-details-bin", scratch);
   }
 }
 
 bool AddReceivedMetadata(std::string_view name, std::string_view value, Metadata& metadata,
                          std::string& scratch) {
   if (name.empty() || name[0] == ':') return true;
-  if (name == "content-type" || name == "te" || name == "grpc-timeout" ||
-      name == "grpc-encoding" || name == "grpc-accept-encoding" || name == "grpc-status" ||
-      name == "grpc-message" || name == "grpc-status-details-bin" ||
-      name == "grpc-message-type") {
-    return true;
+  // Reserved fields never become metadata (user-agent does, as in other implementations).
+  if (name.size() == 2 && name == "te") return true;
+  if (name.size() == 12 && name == "content-type") return true;
+  if (name.size() > 5 && name.substr(0, 5) == "grpc-") {
+    const std::string_view rest = name.substr(5);
+    if (rest == "timeout" || rest == "encoding" || rest == "accept-encoding" || rest == "status" ||
+        rest == "message" || rest == "status-details-bin" || rest == "message-type") {
+      return true;
+    }
   }
   if (IsBinaryMetadataKey(name)) {
     scratch.clear();

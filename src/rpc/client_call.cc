@@ -187,21 +187,27 @@ bool ClientCall::Prepare() {
     out_.Finish();  // unary: the request is the whole client stream
   }
 
+  // Strings owned by the channel or generated code outlive the HEADERS frame: no copies.
   headers_.Clear();
-  headers_.Add(":method", "POST");
-  headers_.Add(":scheme", "http");
-  headers_.Add(":path", method_->path);
-  headers_.Add(":authority",
-               context_->authority().empty() ? channel_.authority() : context_->authority());
-  headers_.Add("content-type", "application/grpc");
-  headers_.Add("te", "trailers");
-  headers_.Add("user-agent", channel_.user_agent());
-  if (request_compressor_ != nullptr) headers_.Add("grpc-encoding", request_compressor_->name());
-  headers_.Add("grpc-accept-encoding", channel_.compressors().accept_encoding());
+  headers_.AddStatic(":method", "POST");
+  headers_.AddStatic(":scheme", "http");
+  headers_.AddStatic(":path", method_->path);
+  if (context_->authority().empty()) {
+    headers_.AddStatic(":authority", channel_.authority());
+  } else {
+    headers_.Add(":authority", context_->authority());
+  }
+  headers_.AddStatic("content-type", "application/grpc");
+  headers_.AddStatic("te", "trailers");
+  headers_.AddStatic("user-agent", channel_.user_agent());
+  if (request_compressor_ != nullptr) {
+    headers_.AddStatic("grpc-encoding", request_compressor_->name());
+  }
+  headers_.AddStatic("grpc-accept-encoding", channel_.compressors().accept_encoding());
   if (deadline != ClientContext::Clock::time_point::max()) {
     char timeout[kMaxTimeoutEncodedSize];
     const size_t n = EncodeTimeout(deadline - now, timeout);
-    headers_.Add("grpc-timeout", std::string_view(timeout, n));
+    headers_.AddStaticName("grpc-timeout", std::string_view(timeout, n));
   }
   status = AppendMetadata(context_->metadata(), headers_, scratch_);
   if (!status.ok()) {

@@ -67,7 +67,7 @@ Status EncodeMessage(const google::protobuf::MessageLite& message, Compressor* c
   return Status();
 }
 
-Status DecodeMessage(Message message, std::string_view encoding,
+Status DecodeMessage(Message&& message, std::string_view encoding,
                      const CompressorSet& compressors, size_t max_size, BufferPool& pool,
                      bool server, google::protobuf::MessageLite& out) {
   if (!message.compressed) return ParseMessage(std::move(message.body), out);
@@ -97,7 +97,7 @@ Status DecodeMessage(Message message, std::string_view encoding,
   return ParseMessage(std::move(plain), out);
 }
 
-Status ParseMessage(BufferSlice data, google::protobuf::MessageLite& message) {
+Status ParseMessage(BufferSlice&& data, google::protobuf::MessageLite& message) {
   bool ok;
   if (data.buffer_count() <= 1) {
     const Buffer* only = data.begin();

@@ -45,13 +45,13 @@ Status EncodeMessage(const google::protobuf::MessageLite& message, Compressor* c
 // buffer involved. Errors: compressed without an encoding → INTERNAL; unknown encoding →
 // UNIMPLEMENTED on a server, INTERNAL on a client; corrupt data → INTERNAL; larger than
 // `max_size` once decompressed → RESOURCE_EXHAUSTED; unparsable → INTERNAL.
-Status DecodeMessage(Message message, std::string_view encoding,
+Status DecodeMessage(Message&& message, std::string_view encoding,
                      const CompressorSet& compressors, size_t max_size, BufferPool& pool,
                      bool server, google::protobuf::MessageLite& out);
 
 // Parses `data` (the message body, without prefix) into `message` and frees `data`.
 // INTERNAL when the bytes are not a valid message.
-Status ParseMessage(BufferSlice data, google::protobuf::MessageLite& message);
+Status ParseMessage(BufferSlice&& data, google::protobuf::MessageLite& message);
 
 // Writes the prefix for a body of `size` bytes.
 inline void WriteMessagePrefix(std::byte* out, bool compressed, uint32_t size) {

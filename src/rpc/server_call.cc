@@ -115,6 +115,7 @@ void ServerCall::OnHeader(std::string_view name, std::string_view value) {
   }
   if (http_error_ != 0) return;  // the first problem decides the answer
 
+  // Dispatch on length first: every request carries these fields, so this runs per field.
   if (!name.empty() && name[0] == ':') {
     if (name == ":path") {
       saw_path_ = true;
@@ -127,22 +128,41 @@ void ServerCall::OnHeader(std::string_view name, std::string_view value) {
     }
     return;
   }
-  if (name == "content-type") {
-    saw_grpc_content_type_ = IsGrpcContentType(value);
-  } else if (name == "grpc-timeout") {
-    timeout_ = ParseTimeout(value);
-    if (!timeout_) {
-      http_error_ = 400;
-      header_error_ = Status(StatusCode::kInternal,
-                             "malformed grpc-timeout \"" + std::string(value) + "\"");
-    }
-  } else if (name == "grpc-encoding") {
-    context_.request_encoding_.assign(value);
-  } else if (name == "grpc-accept-encoding") {
-    context_.client_accept_encoding_.assign(value);
-  } else if (name == "te") {
-    // validated by the HTTP/2 layer
-  } else if (!AddReceivedMetadata(name, value, context_.client_metadata_, scratch_)) {
+  switch (name.size()) {
+    case 2:
+      if (name == "te") return;  // validated by the HTTP/2 layer
+      break;
+    case 12:
+      if (name == "content-type") {
+        saw_grpc_content_type_ = IsGrpcContentType(value);
+        return;
+      }
+      if (name == "grpc-timeout") {
+        timeout_ = ParseTimeout(value);
+        if (!timeout_) {
+          http_error_ = 400;
+          header_error_ = Status(StatusCode::kInternal,
+                                 "malformed grpc-timeout \"" + std::string(value) + "\"");
+        }
+        return;
+      }
+      break;
+    case 13:
+      if (name == "grpc-encoding") {
+        context_.request_encoding_.assign(value);
+        return;
+      }
+      break;
+    case 20:
+      if (name == "grpc-accept-encoding") {
+        context_.client_accept_encoding_.assign(value);
+        return;
+      }
+      break;
+    default:
+      break;
+  }
+  if (!AddReceivedMetadata(name, value, context_.client_metadata_, scratch_)) {
     http_error_ = 400;
     header_error_ = Status(StatusCode::kInternal,
                            "invalid base64 in binary header \"" + std::string(name) + "\"");
@@ -321,12 +341,12 @@ void ServerCall::FinishUnary(Status status) {
 bool ServerCall::SendHeadersIfNeeded() {
   if (headers_sent_) return true;
   headers_.Clear();
-  headers_.Add(":status", "200");
-  headers_.Add("content-type", "application/grpc");
+  headers_.AddStatic(":status", "200");
+  headers_.AddStatic("content-type", "application/grpc");
   if (Compressor* compressor = ResponseCompressor()) {
-    headers_.Add("grpc-encoding", compressor->name());
+    headers_.AddStatic("grpc-encoding", compressor->name());
   }
-  headers_.Add("grpc-accept-encoding", transport_->server().compressors().accept_encoding());
+  headers_.AddStatic("grpc-accept-encoding", transport_->server().compressors().accept_encoding());
   if (!AppendMetadata(context_.initial_metadata_, headers_, scratch_).ok()) return false;
   transport_->session().SubmitResponse(stream_id_, headers_, &out_);
   headers_sent_ = true;
@@ -358,9 +378,10 @@ void ServerCall::SendStatus(Status status) {
   if (!headers_sent_) {
     // Trailers-only: one HEADERS frame carrying the HTTP status, the gRPC status and all metadata.
     headers_.Clear();
-    headers_.Add(":status", "200");
-    headers_.Add("content-type", "application/grpc");
-    headers_.Add("grpc-accept-encoding", transport_->server().compressors().accept_encoding());
+    headers_.AddStatic(":status", "200");
+    headers_.AddStatic("content-type", "application/grpc");
+    headers_.AddStatic("grpc-accept-encoding",
+                       transport_->server().compressors().accept_encoding());
     AppendStatus(status, headers_, scratch_);
     AppendMetadata(context_.initial_metadata_, headers_, scratch_).IgnoreError();
     AppendMetadata(context_.trailing_metadata_, headers_, scratch_).IgnoreError();
@@ -388,7 +409,7 @@ void ServerCall::Fail(int http_status, Status status) {
     char buf[4];
     headers_.Clear();
     headers_.Add(":status", HttpStatusText(http_status, buf));
-    headers_.Add("content-type", "application/grpc");
+    headers_.AddStatic("content-type", "application/grpc");
     AppendStatus(status, headers_, scratch_);
     transport_->session().SubmitTrailersOnly(stream_id_, headers_);
     headers_sent_ = true;

@@ -272,6 +272,7 @@ std::optional<MethodPath> ParseMethodPath(std::string_view path) {
 
 bool IsGrpcContentType(std::string_view value) {
   constexpr std::string_view kPrefix = "application/grpc";
+  if (value == kPrefix) return true;  // what nearly every client sends
   if (value.size() < kPrefix.size()) return false;
   // Media types compare case-insensitively (RFC 9110 §8.3.1); kPrefix is lowercase letters and
   // '/', so setting the 0x20 bit on letters is enough.
