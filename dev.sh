@@ -87,12 +87,15 @@ configure_and_build() {
   case "$config" in
     release) args+=(-DCMAKE_BUILD_TYPE=Release -DRILL_BUILD_TESTS=OFF -DRILL_BUILD_PEERS=ON) ;;
     test) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_DCHECKS=ON) ;;
-    asan) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_DCHECKS=ON
+    # Warnings are judged by the plain gcc build: with the sanitizers' instrumentation GCC 12
+    # reports false maybe-uninitialized and mismatched-new-delete on coroutine frames.
+    asan) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_DCHECKS=ON -DRILL_WERROR=OFF
                  -DRILL_SANITIZE=address,undefined -DRILL_BUILD_BENCHMARKS=OFF
                  -DRILL_BUILD_PEERS=OFF -DRILL_BUILD_EXAMPLES=OFF) ;;
-    tsan) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_DCHECKS=ON -DRILL_SANITIZE=thread
+    tsan) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_DCHECKS=ON -DRILL_WERROR=OFF
+                 -DRILL_SANITIZE=thread
                  -DRILL_BUILD_BENCHMARKS=OFF -DRILL_BUILD_PEERS=OFF -DRILL_BUILD_EXAMPLES=OFF) ;;
-    # Warnings are judged by the gcc builds; clang only has to find crashes here.
+    # clang only has to find crashes here.
     fuzz) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++
                  -DCMAKE_C_COMPILER=clang -DRILL_BUILD_FUZZERS=ON -DRILL_BUILD_TESTS=OFF
                  -DRILL_BUILD_BENCHMARKS=OFF -DRILL_BUILD_PEERS=OFF -DRILL_BUILD_EXAMPLES=OFF

@@ -8,11 +8,6 @@ include_guard(GLOBAL)
 
 set(RILL_WARNINGS -Wall -Wextra -Wpedantic -Wno-unused-parameter -Wnon-virtual-dtor
     -Woverloaded-virtual $<$<CXX_COMPILER_ID:GNU>:-Wshadow=local>)
-# GCC's flow analysis reports coroutine frame temporaries as maybe-uninitialized once the
-# sanitizers instrument them; the plain builds keep the warning.
-if(RILL_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-  list(APPEND RILL_WARNINGS -Wno-maybe-uninitialized)
-endif()
 
 function(_rill_common_target_setup target)
   target_compile_features(${target} PUBLIC cxx_std_20)
