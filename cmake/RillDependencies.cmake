@@ -15,6 +15,11 @@ if(NOT TARGET rill_asio)
   add_library(rill_asio INTERFACE)
   target_include_directories(rill_asio SYSTEM INTERFACE ${ASIO_INCLUDE_DIR})
   target_compile_definitions(rill_asio INTERFACE ASIO_STANDALONE ASIO_NO_DEPRECATED)
+  # Asio 1.22 decides between aligned_alloc/free and operator new/delete from a libstdc++ macro
+  # that is only defined once some standard header was included; a file that includes Asio first
+  # got the other pair, an ODR violation AddressSanitizer reports as alloc-dealloc-mismatch.
+  # Decide once for every file (glibc has aligned_alloc).
+  target_compile_definitions(rill_asio INTERFACE ASIO_HAS_STD_ALIGNED_ALLOC=1)
   if(CMAKE_CXX_COMPILER_ID MATCHES "Clang")
     # Asio 1.22 only detects clang's experimental coroutines; C++20 ones are there.
     target_compile_definitions(rill_asio INTERFACE ASIO_HAS_CO_AWAIT=1 ASIO_HAS_STD_COROUTINE=1)
