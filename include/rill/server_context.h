@@ -13,7 +13,9 @@
 //
 // Coroutine handlers run with an Asio cancellation slot bound to the call: when the client
 // cancels, the deadline passes or the server shuts down, the operation the handler is awaiting
-// completes with asio::error::operation_aborted.
+// completes with asio::error::operation_aborted. In streaming handlers later co_awaits do not
+// throw for it: Read() and Write() complete false, and other waits run their course (check
+// IsCancelled() before starting a long one).
 //
 // Thread safety: reactor-confined. A handler that moved work to another thread must come back
 // to the call's reactor before touching the context.

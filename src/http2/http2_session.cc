@@ -342,6 +342,11 @@ void Http2Session::SubmitTrailersOnly(int32_t stream_id, const HeaderBlock& head
   nghttp2_submit_response(session_, stream_id, nva.data(), nva.size(), nullptr);
 }
 
+void Http2Session::SubmitTrailers(int32_t stream_id, const HeaderBlock& trailers) {
+  NvArray nva(trailers);
+  nghttp2_submit_trailer(session_, stream_id, nva.data(), nva.size());
+}
+
 void Http2Session::Resume(int32_t stream_id, OutboundStream* out) {
   if (out->deferred_) {
     out->deferred_ = false;
@@ -357,8 +362,9 @@ void Http2Session::Consume(int32_t stream_id, size_t bytes) {
   if (bytes > 0) nghttp2_session_consume_stream(session_, stream_id, bytes);
 }
 
-void Http2Session::SetStreamWindow(int32_t stream_id, int32_t window) {
-  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, stream_id, window);
+size_t Http2Session::StreamSendAllowance(int32_t stream_id) const {
+  return static_cast<size_t>(
+      std::max(nghttp2_session_get_stream_local_window_size(session_, stream_id), 0));
 }
 
 void Http2Session::SetStreamData(int32_t stream_id, void* stream) {

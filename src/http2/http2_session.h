@@ -153,14 +153,19 @@ class Http2Session {
   void SubmitResponse(int32_t stream_id, const HeaderBlock& headers, OutboundStream* out);
   // Server: a trailers-only response (one HEADERS frame with END_STREAM).
   void SubmitTrailersOnly(int32_t stream_id, const HeaderBlock& headers);
+  // Trailers (HEADERS with END_STREAM) after the response headers but ahead of the data still
+  // queued: for ending a stream early. Its OutboundStream must not be finished; nothing more
+  // of it is sent.
+  void SubmitTrailers(int32_t stream_id, const HeaderBlock& trailers);
   // Wakes the stream's data source after OutboundStream::Push() or Finish().
   void Resume(int32_t stream_id, OutboundStream* out);
   // RST_STREAM.
   void Reset(int32_t stream_id, uint32_t error_code);
   // Credits `bytes` of the stream's receive window (the layer above consumed them).
   void Consume(int32_t stream_id, size_t bytes);
-  // Raises a stream's receive window (a message larger than the window is on its way).
-  void SetStreamWindow(int32_t stream_id, int32_t window);
+  // Bytes the peer may still send on a stream before it needs a WINDOW_UPDATE: the window minus
+  // what arrived and was not announced back yet, credited or not (0 for an unknown stream).
+  [[nodiscard]] size_t StreamSendAllowance(int32_t stream_id) const;
   void SetStreamData(int32_t stream_id, void* stream);
 
   // Graceful shutdown, first step: GOAWAY with the maximum stream id (grpc's "shutdown notice").

@@ -160,8 +160,16 @@ Buffer BufferSlice::MaterializeToBuffer(BufferPool& pool) const {
 }
 
 size_t BufferSlice::PinnedBytes() const noexcept {
+  // Counting a shared block once per view would make a message cut out of a few read blocks
+  // look as if it pinned twice its size, and compaction would copy it for nothing. Views of one
+  // block end their block at the same address.
   size_t pinned = 0;
-  for (const Buffer& buffer : *this) pinned += buffer.BlockCapacity();
+  const std::byte* previous_block_end = nullptr;
+  for (const Buffer& buffer : *this) {
+    const std::byte* block_end = buffer.data() + buffer.size() + buffer.TailRoom();
+    if (block_end != previous_block_end) pinned += buffer.BlockCapacity();
+    previous_block_end = block_end;
+  }
   return pinned;
 }
 

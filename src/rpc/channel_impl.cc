@@ -78,8 +78,8 @@ ChannelImpl::~ChannelImpl() {
   });
   std::unique_lock lock(mu);
   cv.wait(lock, [&] { return done; });
-  lock.unlock();
-  owned_reactors_.reset();
+  // An owned reactor pool stops after this body: members are destroyed in reverse order, so the
+  // timers, resolver and calls (declared after owned_reactors_) go while their io_context lives.
 }
 
 template <typename Fn>
@@ -115,6 +115,10 @@ ClientCall* ChannelImpl::AcquireCall() {
 
 void ChannelImpl::ReleaseCall(ClientCall* call) {
   --live_calls_;
+  // A call that completed while waiting for a connection (its deadline passed, it was
+  // cancelled) leaves the queue now: the object is about to be reused or deleted, and a stale
+  // entry would start it a second time.
+  if (!waiting_.empty()) std::erase(waiting_, call);
   if (call->pooled) {
     free_calls_.push_back(call);
   } else {

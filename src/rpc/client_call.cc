@@ -122,9 +122,7 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   grpc_details_.clear();
   request_compressor_ = nullptr;
   response_encoding_.clear();
-  const uint32_t window = channel_.options().initial_stream_window;
-  inbound_.Reset(channel_.options().max_receive_message_size, window != 0 ? window : 65535,
-                 /*credit_on_receipt=*/!stream);
+  inbound_.Reset(channel_.options().max_receive_message_size, /*credit_on_receipt=*/!stream);
   interceptors_started_ = 0;
   completed_ = false;
   stream_open_ = false;
@@ -407,7 +405,9 @@ void ClientCall::Complete(Status status) {
     // Messages already received stay readable; pending operations learn the outcome.
     final_status_ = std::move(status);
     status_known_ = true;
-    if (!final_status_.ok()) inbound_.Clear();  // after a failure, reads report the end
+    // After a local failure (cancelled, deadline, reset, connection lost) reads report the end.
+    // A status the server sent comes after its messages, which stay the reader's, as in gRPC.
+    if (!final_status_.ok() && !have_grpc_status_) inbound_.Clear();
     TryWrite();
     TryRead();
     TryFinish();
@@ -496,7 +496,14 @@ void ClientCall::TryRead() {
                                   channel_.options().max_receive_message_size, channel_.pool(),
                                   /*server=*/false, *read_message_);
     ok = status.ok();
-    if (!ok) Cancel(std::move(status));
+    if (!ok) {
+      // Cancel completes the call, and completion retries TryRead: hand this read its answer
+      // first, so that the completion is taken (and posted) exactly once.
+      read_message_ = nullptr;
+      Post([done = std::move(read_done_)]() mutable { done(false); });
+      Cancel(std::move(status));
+      return;
+    }
   } else if (completed_ || remote_closed_) {
     ok = false;
   } else {

@@ -1,6 +1,7 @@
 // The client's streaming calls: the object behind ClientReaderWriter / ClientReader /
 // ClientWriter, and their blocking forms.
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <optional>
 
@@ -26,8 +27,20 @@ class ClientStream final : public ClientStreamCore {
       if (call->Prepare()) channel->Dispatch(call);
     });
   }
+  // Waits for the reactor when called elsewhere: cancelling an unfinished call still uses its
+  // ClientContext (interceptors, the context's call pointer), which the caller may destroy right
+  // after the stream.
   ~ClientStream() override {
-    OnReactor([call = call_] { call->OnUserGone(); });
+    if (channel_.OnReactor()) {
+      call_->OnUserGone();
+      return;
+    }
+    std::promise<void> gone;
+    asio::post(channel_.io_context(), [call = call_, &gone] {
+      call->OnUserGone();
+      gone.set_value();
+    });
+    gone.get_future().wait();
   }
 
   void StartWrite(const google::protobuf::MessageLite& message, WriteOptions options,

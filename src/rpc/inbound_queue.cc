@@ -1,23 +1,28 @@
 #include "src/rpc/inbound_queue.h"
 
-#include <algorithm>
+#include <cstddef>
 
 #include "src/rpc/codec.h"
 
 namespace rill::internal {
+namespace {
 
-void InboundQueue::Reset(size_t max_message_size, uint32_t stream_window,
-                         bool credit_on_receipt) {
+// Taken slots at the front of the FIFO below which Pop() does not bother to drop them.
+constexpr size_t kMinTakenToCompact = 64;
+
+}  // namespace
+
+void InboundQueue::Reset(size_t max_message_size, bool credit_on_receipt) {
   Clear();
   deframer_.Reset(max_message_size);
-  window_ = stream_window;
-  window_raised_ = false;
   credit_on_receipt_ = credit_on_receipt;
+  received_ = credited_ = taken_ = 0;
 }
 
 Status InboundQueue::Push(Buffer payload, Http2Session& session, int32_t stream_id,
                           BufferPool& pool) {
   if (credit_on_receipt_) session.Consume(stream_id, payload.size());
+  received_ += payload.size();
   deframer_.Push(std::move(payload));
   for (;;) {
     Message message;
@@ -29,7 +34,6 @@ Status InboundQueue::Push(Buffer payload, Http2Session& session, int32_t stream_
         if (!empty() && message.body.PinnedBytes() > 2 * message.body.size()) {
           message.body.Compact(pool);
         }
-        queued_bytes_ += message.body.size() + kMessagePrefixSize;
         messages_.push_back(std::move(message));
         continue;
       case MessageDeframer::Result::kError:
@@ -40,14 +44,7 @@ Status InboundQueue::Push(Buffer payload, Http2Session& session, int32_t stream_
     }
     break;
   }
-  const size_t partial = deframer_.partial_message_size();
-  if (!credit_on_receipt_ && !window_raised_ &&
-      partial + kMessagePrefixSize + queued_bytes_ > window_) {
-    const size_t window = partial + kMessagePrefixSize + queued_bytes_ + window_;
-    session.SetStreamWindow(stream_id,
-                            static_cast<int32_t>(std::min<size_t>(window, 0x7fffffff)));
-    window_raised_ = true;
-  }
+  if (!credit_on_receipt_) LetPartialArrive(session, stream_id);
   return Status();
 }
 
@@ -57,24 +54,48 @@ Message InboundQueue::Pop(Http2Session* session, int32_t stream_id) {
   if (head_ == messages_.size()) {
     messages_.clear();
     head_ = 0;
+  } else if (head_ >= kMinTakenToCompact && head_ >= messages_.size() - head_) {
+    // A reader that keeps up without ever emptying the queue (a sender that never pauses) must
+    // not grow the vector by one slot per message for the life of the stream: once the taken
+    // slots outnumber the waiting messages, drop them. Each waiting message moves at most once
+    // per taken one, so this is O(1) amortized.
+    messages_.erase(messages_.begin(), messages_.begin() + static_cast<std::ptrdiff_t>(head_));
+    head_ = 0;
   }
-  const size_t wire_size = message.body.size() + kMessagePrefixSize;
-  queued_bytes_ -= wire_size;
+  taken_ += message.body.size() + kMessagePrefixSize;
   if (!credit_on_receipt_ && session != nullptr) {
-    session->Consume(stream_id, wire_size);
-    if (window_raised_ && deframer_.partial_message_size() == 0) {
-      session->SetStreamWindow(stream_id, static_cast<int32_t>(window_));
-      window_raised_ = false;
+    if (taken_ > credited_) {  // some of it may have been credited as it arrived
+      session->Consume(stream_id, static_cast<size_t>(taken_ - credited_));
+      credited_ = taken_;
     }
+    LetPartialArrive(*session, stream_id);
   }
   return message;
+}
+
+void InboundQueue::LetPartialArrive(Http2Session& session, int32_t stream_id) {
+  // With a message queued, the reader's next Pop() credits more, and checks again.
+  if (!empty() || credited_ == received_) return;
+  const size_t body = deframer_.partial_message_size();
+  const size_t buffered = deframer_.buffered();
+  // Bytes still to come before the message being assembled is whole (its prefix included while
+  // that is incomplete; a prefix with no body yields its empty message at once).
+  const size_t missing = body > 0       ? body - buffered
+                         : buffered > 0 ? kMessagePrefixSize - buffered
+                                        : 0;
+  const size_t allowance = session.StreamSendAllowance(stream_id);
+  if (missing <= allowance) return;
+  // Everything uncredited belongs to that message (the reader took all before it). Once
+  // credited, either half the window is credited and nghttp2 announces it, or the peer may
+  // still send more than half the window: the message makes progress either way.
+  session.Consume(stream_id, static_cast<size_t>(received_ - credited_));
+  credited_ = received_;
 }
 
 void InboundQueue::Clear() {
   for (size_t i = head_; i < messages_.size(); ++i) messages_[i].body.Free();
   messages_.clear();
   head_ = 0;
-  queued_bytes_ = 0;
   deframer_.Clear();
 }
 

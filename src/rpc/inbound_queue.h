@@ -5,9 +5,15 @@
 //   credit on receipt — for calls that take exactly one message (its size is bounded by the
 //     receive limit, checked from its prefix): the stream window is credited as bytes arrive;
 //   credit on pop — for streams: bytes are credited when the reader takes the message, so a
-//     reader that falls behind holds the sender back instead of making this side buffer. A
-//     message larger than the window gets the difference granted while it arrives (otherwise it
-//     could never arrive), and the window is restored once it was taken.
+//     reader that falls behind holds the sender back instead of making this side buffer.
+//     Except when nothing is queued and the rest of the message being assembled does not fit in
+//     what the peer may still send: then the bytes that arrived are credited at once (and so
+//     are later ones, for as long as that holds). Otherwise a message larger than the window
+//     could never arrive, nor could one that fits it while credit from earlier messages is
+//     still unannounced (nghttp2 announces credit once it reaches half the window), and with
+//     no message left to take the reader would never credit more. The window itself is never
+//     changed here: shrinking it back after a grant leaves nghttp2 owing the difference, which
+//     swallows the next grant (and the window's growth by the BDP estimator).
 //
 // A message queued behind others whose views pin more than twice its size (pieces of large
 // read blocks) is compacted into a block of its own, so a backlog costs about its payload.
@@ -27,7 +33,7 @@ namespace rill::internal {
 
 class InboundQueue {
  public:
-  void Reset(size_t max_message_size, uint32_t stream_window, bool credit_on_receipt);
+  void Reset(size_t max_message_size, bool credit_on_receipt);
 
   // Appends DATA payload and cuts whole messages. A framing error (oversized or bad flag)
   // clears the queue and is returned.
@@ -45,13 +51,20 @@ class InboundQueue {
   void Clear();
 
  private:
+  // Credit on pop: credits what arrived when the queue is empty and the peer's allowance is too
+  // small for the rest of the message being assembled.
+  void LetPartialArrive(Http2Session& session, int32_t stream_id);
+
   MessageDeframer deframer_;
   std::vector<Message> messages_;  // FIFO from head_; capacity is kept across calls
   size_t head_ = 0;
-  size_t queued_bytes_ = 0;        // wire bytes (prefix included) of the queued messages
-  uint32_t window_ = 65535;
-  bool window_raised_ = false;
   bool credit_on_receipt_ = true;
+  // Credit on pop, as offsets into the stream's DATA payload (prefixes included): bytes
+  // received, bytes credited to the session, and bytes of the messages the reader took.
+  // credited_ <= received_, and bytes are credited in order.
+  uint64_t received_ = 0;
+  uint64_t credited_ = 0;
+  uint64_t taken_ = 0;
 };
 
 }  // namespace rill::internal

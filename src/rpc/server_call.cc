@@ -2,6 +2,7 @@
 
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/co_spawn.hpp>
+#include <asio/this_coro.hpp>
 #include <charconv>
 
 #include "rill/interceptor.h"
@@ -60,6 +61,16 @@ std::string_view HttpStatusText(int status, char (&buf)[4]) {
   return {buf, static_cast<size_t>(end - buf)};
 }
 
+// Runs a streaming handler with Asio's throw-if-cancelled check off. With the check on, every
+// co_await after the call's cancellation signal throws operation_aborted, Read() and Write()
+// included, which must complete false once the call ended (rill/server_stream.h); and whether
+// they threw would depend on where the handler happened to be suspended when the call ended.
+// What the handler awaits at that moment is still aborted through the cancellation slot.
+Awaitable<Status> RunWithoutThrowIfCancelled(Awaitable<Status> handler) {
+  co_await asio::this_coro::throw_if_cancelled(false);
+  co_return co_await std::move(handler);
+}
+
 }  // namespace
 
 ServerCall::ServerCall(ServerTransport& transport)
@@ -68,10 +79,7 @@ ServerCall::ServerCall(ServerTransport& transport)
       read_waiter_(transport.connection().io_context()),
       write_waiter_(transport.connection().io_context()),
       deadline_timer_(transport.connection().io_context()),
-      arena_(ArenaOptionsFor(arena_block_, kArenaBlockSize)) {
-  const uint32_t window = transport.server().options().initial_stream_window;
-  stream_window_ = window != 0 ? window : 65535;
-}
+      arena_(ArenaOptionsFor(arena_block_, kArenaBlockSize)) {}
 
 ServerCall::~ServerCall() = default;
 
@@ -87,7 +95,7 @@ void ServerCall::Begin(int32_t stream_id) {
   saw_grpc_content_type_ = false;
   saw_path_ = false;
   timeout_.reset();
-  inbound_.Reset(transport_->server().options().max_receive_message_size, stream_window_,
+  inbound_.Reset(transport_->server().options().max_receive_message_size,
                  /*credit_on_receipt=*/true);
   remote_closed_ = false;
   out_.Reset();
@@ -202,7 +210,7 @@ void ServerCall::OnHeadersEnd(bool end_stream) {
     }
     // Client and bidi streaming handlers start right away; the others once their one request
     // message arrived whole.
-    inbound_.Reset(transport_->server().options().max_receive_message_size, stream_window_,
+    inbound_.Reset(transport_->server().options().max_receive_message_size,
                    /*credit_on_receipt=*/single_request());
     if (!single_request()) RunStream();
   }
@@ -369,7 +377,7 @@ void ServerCall::SendInitialMetadata() {
   if (SendHeadersIfNeeded()) Flush();
 }
 
-void ServerCall::SendStatus(Status status) {
+void ServerCall::SendStatus(Status status, bool drop_queued) {
   if (status_sent_ || stream_closed_) {
     phase_ = Phase::kFinished;
     return;
@@ -388,12 +396,17 @@ void ServerCall::SendStatus(Status status) {
     session.SubmitTrailersOnly(stream_id_, headers_);
     headers_sent_ = true;
   } else {
+    if (drop_queued) out_.Reset();
     HeaderBlock& trailers = out_.trailers();
     trailers.Clear();
     AppendStatus(status, trailers, scratch_);
     AppendMetadata(context_.trailing_metadata_, trailers, scratch_).IgnoreError();
-    out_.Finish();
-    session.Resume(stream_id_, &out_);
+    if (drop_queued) {
+      session.SubmitTrailers(stream_id_, trailers);
+    } else {
+      out_.Finish();
+      session.Resume(stream_id_, &out_);
+    }
   }
   status_sent_ = true;
   phase_ = Phase::kFinished;
@@ -428,7 +441,10 @@ void ServerCall::Cancel(StatusCode why) {
   write_waiter_.Wake();
   if (handler_running_) cancel_signal_.emit(asio::cancellation_type::terminal);
   if (why == StatusCode::kDeadlineExceeded) {
-    SendStatus(Status(StatusCode::kDeadlineExceeded, "deadline exceeded"));
+    // The client gave up on the call by now: what is still queued for it is dropped and the
+    // status goes out at once, as in grpc-core. Queued behind messages, it would wait for the
+    // peer's window, and a peer that stopped reading would keep the stream and its buffers.
+    SendStatus(Status(StatusCode::kDeadlineExceeded, "deadline exceeded"), /*drop_queued=*/true);
   }
   phase_ = Phase::kFinished;
 }
@@ -497,7 +513,8 @@ void ServerCall::RunStream() {
     return;
   }
   handler_running_ = true;
-  asio::co_spawn(transport_->connection().io_context(), method_->RunStream(context_, *this),
+  asio::co_spawn(transport_->connection().io_context(),
+                 RunWithoutThrowIfCancelled(method_->RunStream(context_, *this)),
                  asio::bind_cancellation_slot(
                      cancel_signal_.slot(), [this](std::exception_ptr error, Status result) {
                        handler_running_ = false;

@@ -88,7 +88,9 @@ class ServerCall final : public ServerStreamCore {
     return method_->kind() == RpcKind::kUnary || method_->kind() == RpcKind::kServerStreaming;
   }
 
-  void SendStatus(Status status);
+  // Ends the response with `status`: after the queued messages, or with `drop_queued`, at once
+  // (the queued messages are dropped and the trailers do not wait for flow control).
+  void SendStatus(Status status, bool drop_queued = false);
   bool SendHeadersIfNeeded();
   // The compressor for response messages (null: uncompressed); fixed once headers are sent.
   Compressor* ResponseCompressor();
@@ -121,7 +123,6 @@ class ServerCall final : public ServerStreamCore {
   // the stream window is credited).
   InboundQueue inbound_;
   bool remote_closed_ = false;
-  uint32_t stream_window_ = 0;  // the window we advertise for each stream
   Waiter read_waiter_;
   Waiter write_waiter_;
 

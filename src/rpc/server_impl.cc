@@ -58,7 +58,7 @@ void ServerImpl::Accept(Listener::Socket socket) {
       delete transport;
       return;
     }
-    transports_.insert(transport);
+    transports_.emplace(transport, &transport->connection().io_context());
   }
   transport->Start();
 }
@@ -69,6 +69,22 @@ void ServerImpl::OnTransportDone(ServerTransport* transport) {
   if (transports_.empty()) cv_.notify_all();
 }
 
+void ServerImpl::PostToTransportLocked(ServerTransport* transport,
+                                       void (ServerTransport::*step)()) {
+  ++posted_to_transports_;
+  asio::post(*transports_.at(transport), [this, transport, step] {
+    std::unique_lock lock(mu_);
+    // A transport deletes itself and leaves transports_ in one handler on its reactor, this
+    // one's: it is either still in the set, and alive until this handler returns, or gone. (No
+    // new transport can take its address: Accept refuses once shutting down.)
+    const bool alive = transports_.contains(transport);
+    lock.unlock();
+    if (alive) (transport->*step)();
+    lock.lock();
+    if (--posted_to_transports_ == 0) cv_.notify_all();
+  });
+}
+
 void ServerImpl::Shutdown(std::chrono::milliseconds grace) {
   if (shutting_down_.exchange(true, std::memory_order_acq_rel)) {
     Wait();
@@ -77,17 +93,18 @@ void ServerImpl::Shutdown(std::chrono::milliseconds grace) {
   for (auto& listener : listeners_) listener->Stop();
   {
     std::unique_lock lock(mu_);
-    for (ServerTransport* transport : transports_) {
-      asio::post(transport->connection().io_context(), [transport] { transport->BeginShutdown(); });
+    for (const auto& entry : transports_) {
+      PostToTransportLocked(entry.first, &ServerTransport::BeginShutdown);
     }
     const auto deadline = std::chrono::steady_clock::now() + grace;
     if (!cv_.wait_until(lock, deadline, [this] { return transports_.empty(); })) {
       // Grace is over: cancel what is left.
-      for (ServerTransport* transport : transports_) {
-        asio::post(transport->connection().io_context(), [transport] { transport->ForceClose(); });
+      for (const auto& entry : transports_) {
+        PostToTransportLocked(entry.first, &ServerTransport::ForceClose);
       }
-      cv_.wait(lock, [this] { return transports_.empty(); });
     }
+    // The posted work runs before this object may go away: it locks mu_.
+    cv_.wait(lock, [this] { return transports_.empty() && posted_to_transports_ == 0; });
     shutdown_done_ = true;
   }
   cv_.notify_all();

@@ -71,6 +71,9 @@ class ServerImpl {
 
  private:
   void Accept(Listener::Socket socket);
+  // Runs `step` on `transport`'s reactor, unless the transport has finished and deleted itself
+  // by then (work posted with a bare pointer could outlive it). Called with mu_ held.
+  void PostToTransportLocked(ServerTransport* transport, void (ServerTransport::*step)());
 
   struct StringHash {
     using is_transparent = void;
@@ -91,7 +94,10 @@ class ServerImpl {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::unordered_set<ServerTransport*> transports_;  // guarded by mu_
+  // Live transports and their reactors, so that work can be posted to a transport without
+  // touching it (it may be deleting itself on its reactor). Guarded by mu_.
+  std::unordered_map<ServerTransport*, asio::io_context*> transports_;
+  size_t posted_to_transports_ = 0;                  // guarded by mu_; not yet run
   bool shutdown_done_ = false;                       // guarded by mu_
   std::atomic<bool> shutting_down_{false};
 };

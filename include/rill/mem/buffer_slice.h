@@ -91,7 +91,8 @@ class [[nodiscard]] BufferSlice {
   [[nodiscard]] Buffer MaterializeToBuffer(BufferPool& pool) const;
 
   // Sum of the capacities of the blocks the buffers keep alive (compaction compares this with
-  // size()). A block shared by two buffers of this slice is counted twice.
+  // size()). Neighbouring views of one block (the pieces a stream cuts out of one read block)
+  // count it once; a block whose views are not neighbours is counted for each run of them.
   [[nodiscard]] size_t PinnedBytes() const noexcept;
   // Replaces the buffers with one block holding a copy of all bytes, when they pin more than
   // twice the bytes they carry (several pieces, or one small view of a large block). A slice
