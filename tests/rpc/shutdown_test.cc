@@ -1,0 +1,367 @@
+// Server shutdown and client reconnection, rill ↔ rill: a graceful shutdown lets in-flight calls
+// finish while new calls fail UNAVAILABLE; an immediate one cancels them; a channel reconnects to
+// a server restarted on the same address.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <asio/post.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "grpc/testing/test.rill.h"
+#include "rill/client_context.h"
+#include "rill/server_context.h"
+#include "tests/rpc/rpc_test_util.h"
+
+namespace rill::test {
+namespace {
+
+using grpc::testing::Empty;
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using grpc::testing::TestService;
+using std::chrono::milliseconds;
+
+// UnaryCallAsync waits request.response_size() ms, then answers; EmptyCall answers at once.
+class WaitingService final : public TestService::Service {
+ public:
+  Awaitable<Status> UnaryCallAsync(ServerContext& context, const SimpleRequest& request,
+                                   SimpleResponse& response) override {
+    started.Notify();
+    asio::steady_timer timer(context.io_context(), milliseconds(request.response_size()));
+    asio::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    wait_aborted.store(ec == asio::error::operation_aborted);
+    saw_cancelled.store(context.IsCancelled());
+    finished.Notify();
+    response.set_username("finished");
+    co_return Status();
+  }
+
+  Status EmptyCall(ServerContext& context, const Empty& request, Empty& response) override {
+    return Status();
+  }
+
+  Notification started;
+  Notification finished;
+  std::atomic<bool> wait_aborted{false};
+  std::atomic<bool> saw_cancelled{false};
+};
+
+struct PendingCall {
+  ClientContext context;
+  SimpleRequest request;
+  SimpleResponse response;
+  std::promise<Status> done;
+  std::future<Status> result = done.get_future();
+};
+
+void StartSlowCall(TestService::Stub& stub, PendingCall& call, int wait_ms) {
+  call.request.set_response_size(wait_ms);
+  stub.UnaryCall(call.context, call.request, &call.response,
+                 [&call](Status status) { call.done.set_value(std::move(status)); });
+}
+
+Status EmptyCall(TestService::Stub& stub, milliseconds timeout = kMustCompleteTimeout) {
+  ClientContext context;
+  context.set_timeout(timeout);
+  Empty request;
+  Empty response;
+  return stub.EmptyCall(context, request, &response);
+}
+
+class ShutdownTest : public ::testing::TestWithParam<Transport> {
+ protected:
+  void StartServer(TestServerSetup setup = {}) {
+    setup.services.push_back(&service_);
+    server_ = TestServer::Start(GetParam(), setup);
+    ASSERT_NE(server_, nullptr);
+  }
+  void TearDown() override { server_.reset(); }
+
+  WaitingService service_;
+  std::unique_ptr<TestServer> server_;
+};
+
+TEST_P(ShutdownTest, GracefulShutdownLetsAnInFlightCallFinish) {
+  StartServer();
+  auto channel = server_->NewChannel();
+  TestService::Stub stub(channel);
+  ASSERT_TRUE(EmptyCall(stub).ok());
+
+  PendingCall call;
+  StartSlowCall(stub, call, 200);
+  ASSERT_TRUE(service_.started.WaitForNotification());
+
+  std::thread shutdown([this] { server_->server().Shutdown(std::chrono::seconds(20)); });
+  // New calls on the same channel fail once the shutdown is under way. A call may still slip
+  // in before the server's GOAWAY; the first failure must be UNAVAILABLE, and so must every
+  // call after it.
+  Status failed;
+  for (int i = 0; i < 100000 && failed.ok(); ++i) failed = EmptyCall(stub);
+  EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed;
+  EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kUnavailable);
+
+  ASSERT_EQ(call.result.wait_for(kMustCompleteTimeout), std::future_status::ready);
+  const Status status = call.result.get();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(call.response.username(), "finished");
+  EXPECT_FALSE(service_.wait_aborted.load());
+  EXPECT_FALSE(service_.saw_cancelled.load());
+  shutdown.join();
+  EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kUnavailable);
+}
+
+TEST_P(ShutdownTest, GraceRunsOutAndCancelsTheCall) {
+  StartServer();
+  auto channel = server_->NewChannel();
+  TestService::Stub stub(channel);
+  PendingCall call;
+  StartSlowCall(stub, call, 60'000);
+  ASSERT_TRUE(service_.started.WaitForNotification());
+  server_->server().Shutdown(milliseconds(100));
+  ASSERT_EQ(call.result.wait_for(kMustCompleteTimeout), std::future_status::ready);
+  const Status status = call.result.get();
+  EXPECT_THAT(status.code(), ::testing::AnyOf(StatusCode::kUnavailable, StatusCode::kCancelled))
+      << status;
+  ASSERT_TRUE(service_.finished.HasBeenNotified()) << "Shutdown returned before the handler";
+  EXPECT_TRUE(service_.wait_aborted.load());
+  EXPECT_TRUE(service_.saw_cancelled.load());
+}
+
+TEST_P(ShutdownTest, ShutdownNowCancelsAnInFlightCall) {
+  StartServer();
+  auto channel = server_->NewChannel();
+  TestService::Stub stub(channel);
+  PendingCall call;
+  StartSlowCall(stub, call, 60'000);
+  ASSERT_TRUE(service_.started.WaitForNotification());
+  server_->server().ShutdownNow();
+  ASSERT_EQ(call.result.wait_for(kMustCompleteTimeout), std::future_status::ready);
+  const Status status = call.result.get();
+  EXPECT_THAT(status.code(), ::testing::AnyOf(StatusCode::kUnavailable, StatusCode::kCancelled))
+      << status;
+  // Shutdown returns once every handler finished.
+  ASSERT_TRUE(service_.finished.HasBeenNotified()) << "ShutdownNow returned before the handler";
+  EXPECT_TRUE(service_.wait_aborted.load());
+  EXPECT_TRUE(service_.saw_cancelled.load());
+  EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kUnavailable);
+}
+
+TEST_P(ShutdownTest, ShutdownIsIdempotentAndWaitReturns) {
+  StartServer();
+  auto channel = server_->NewChannel();
+  TestService::Stub stub(channel);
+  ASSERT_TRUE(EmptyCall(stub).ok());
+  std::thread waiter([this] { server_->server().Wait(); });
+  server_->server().Shutdown(milliseconds(1000));
+  server_->server().Shutdown(milliseconds(1000));
+  server_->server().ShutdownNow();
+  waiter.join();
+  EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kUnavailable);
+}
+
+TEST_P(ShutdownTest, DestroyingTheServerWithAConnectedChannel) {
+  StartServer();
+  auto channel = server_->NewChannel();
+  TestService::Stub stub(channel);
+  ASSERT_TRUE(EmptyCall(stub).ok());
+  server_.reset();  // runs Shutdown() with the configured grace
+  EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kUnavailable);
+}
+
+TEST_P(ShutdownTest, NoServerMeansUnavailable) {
+  const std::string target = GetParam() == Transport::kTcp
+                                 ? [] {
+                                     // A port that was free a moment ago.
+                                     TestServerSetup setup;
+                                     auto probe = TestServer::Start(Transport::kTcp, setup);
+                                     return probe ? probe->target() : std::string();
+                                   }()
+                                 : "unix:" + NewUnixSocketPath();
+  ASSERT_FALSE(target.empty());
+  auto channel = Channel::Create(target);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  TestService::Stub stub(*channel);
+  EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kUnavailable);
+  // Fail-fast calls during the backoff fail at once too.
+  EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kUnavailable);
+}
+
+TEST_P(ShutdownTest, ChannelReconnectsToARestartedServer) {
+  StartServer();
+  ReactorPool client_reactors({.threads = 1, .cpus = {}});
+  ChannelOptions options;
+  options.reactors = &client_reactors;
+  auto channel = server_->NewChannel(options);
+  TestService::Stub stub(channel);
+  ASSERT_TRUE(EmptyCall(stub).ok());
+
+  TestServerSetup setup;
+  setup.services.push_back(&service_);
+  setup.port = server_->port();
+  setup.unix_path = server_->unix_path();
+  server_->Stop(milliseconds(1000));
+  // The client has seen the connection go (GOAWAY and close) before the next call.
+  DrainReactor(client_reactors.reactor(0));
+
+  server_ = TestServer::Start(GetParam(), setup);
+  ASSERT_NE(server_, nullptr);
+  const Status status = EmptyCall(stub);
+  EXPECT_TRUE(status.ok()) << status;
+  channel.reset();
+}
+
+TEST_P(ShutdownTest, WaitForReadyCallRidesOutARestart) {
+  StartServer();
+  ReactorPool client_reactors({.threads = 1, .cpus = {}});
+  ChannelOptions options;
+  options.reactors = &client_reactors;
+  options.wait_for_ready = true;
+  options.initial_backoff = milliseconds(20);
+  options.max_backoff = milliseconds(100);
+  auto channel = server_->NewChannel(options);
+  TestService::Stub stub(channel);
+  ASSERT_TRUE(EmptyCall(stub).ok());
+
+  TestServerSetup setup;
+  setup.services.push_back(&service_);
+  setup.port = server_->port();
+  setup.unix_path = server_->unix_path();
+  server_->Stop(milliseconds(1000));
+  DrainReactor(client_reactors.reactor(0));  // the client saw the connection go
+
+  std::promise<Status> done;
+  ClientContext context;
+  context.set_timeout(kMustCompleteTimeout);
+  Empty request;
+  Empty response;
+  stub.EmptyCall(context, request, &response,
+                 [&done](Status status) { done.set_value(std::move(status)); });
+  server_ = TestServer::Start(GetParam(), setup);
+  ASSERT_NE(server_, nullptr);
+  auto result = done.get_future();
+  ASSERT_EQ(result.wait_for(kMustCompleteTimeout), std::future_status::ready);
+  const Status status = result.get();
+  EXPECT_TRUE(status.ok()) << status;
+  channel.reset();
+}
+
+// A reserved address nobody listens on yet.
+TestServerSetup ReservedAddress(Transport transport) {
+  TestServerSetup setup;
+  if (transport == Transport::kTcp) {
+    auto probe = TestServer::Start(Transport::kTcp, setup);
+    if (probe) setup.port = probe->port();
+  } else {
+    setup.unix_path = NewUnixSocketPath();
+  }
+  return setup;
+}
+
+std::string TargetOf(Transport transport, const TestServerSetup& setup) {
+  return transport == Transport::kTcp ? "127.0.0.1:" + std::to_string(setup.port)
+                                      : "unix:" + setup.unix_path;
+}
+
+TEST_P(ShutdownTest, WaitForReadyCallWaitsWhileNoServerListens) {
+  TestServerSetup setup = ReservedAddress(GetParam());
+  ChannelOptions options;
+  options.wait_for_ready = true;
+  options.initial_backoff = milliseconds(20);
+  options.max_backoff = milliseconds(100);
+  auto channel = Channel::Create(TargetOf(GetParam(), setup), options);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  TestService::Stub stub(*channel);
+  // It waits (until its deadline) instead of failing UNAVAILABLE.
+  EXPECT_EQ(EmptyCall(stub, milliseconds(100)).code(), StatusCode::kDeadlineExceeded);
+}
+
+// A queued wait-for-ready call whose deadline passes must leave the channel's queue: its call
+// object is reused by the next call.
+TEST_P(ShutdownTest, ExpiredQueuedCallDoesNotDisturbTheNextCall) {
+  TestServerSetup setup = ReservedAddress(GetParam());
+  setup.services.push_back(&service_);
+  ChannelOptions options;
+  options.wait_for_ready = true;
+  options.initial_backoff = milliseconds(20);
+  options.max_backoff = milliseconds(100);
+  auto channel = Channel::Create(TargetOf(GetParam(), setup), options);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  TestService::Stub stub(*channel);
+  EXPECT_EQ(EmptyCall(stub, milliseconds(100)).code(), StatusCode::kDeadlineExceeded);
+
+  std::promise<Status> done;
+  ClientContext context;
+  context.set_timeout(kMustCompleteTimeout);
+  Empty request;
+  Empty response;
+  stub.EmptyCall(context, request, &response,
+                 [&done](Status status) { done.set_value(std::move(status)); });
+  server_ = TestServer::Start(GetParam(), setup);
+  ASSERT_NE(server_, nullptr);
+  auto result = done.get_future();
+  ASSERT_EQ(result.wait_for(kMustCompleteTimeout), std::future_status::ready);
+  const Status status = result.get();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kOk);
+}
+
+// A wait-for-ready call started while the client has not yet noticed that the server went away
+// lands on the dying connection. The server never saw the stream (its GOAWAY names a lower
+// stream id), so gRPC clients retry such a call transparently; rill fails it UNAVAILABLE.
+// TODO(cleanup): enable once the channel retries streams refused by GOAWAY or lost before the
+// server processed them.
+TEST_P(ShutdownTest, DISABLED_CallOnADyingConnectionIsRetriedTransparently) {
+  StartServer();
+  ReactorPool client_reactors({.threads = 1, .cpus = {}});
+  ChannelOptions options;
+  options.reactors = &client_reactors;
+  options.wait_for_ready = true;
+  options.initial_backoff = milliseconds(20);
+  options.max_backoff = milliseconds(100);
+  auto channel = server_->NewChannel(options);
+  TestService::Stub stub(channel);
+  ASSERT_TRUE(EmptyCall(stub).ok());
+
+  TestServerSetup setup;
+  setup.services.push_back(&service_);
+  setup.port = server_->port();
+  setup.unix_path = server_->unix_path();
+  // Hold the client's reactor while the server goes, so the next call is dispatched before the
+  // client reads the GOAWAY.
+  std::promise<void> release;
+  std::promise<void> held;
+  asio::post(client_reactors.reactor(0), [&release, &held] {
+    held.set_value();
+    release.get_future().wait();
+  });
+  held.get_future().wait();
+  server_->Stop(milliseconds(1000));
+  std::promise<Status> done;
+  ClientContext context;
+  context.set_timeout(kMustCompleteTimeout);
+  Empty request;
+  Empty response;
+  stub.EmptyCall(context, request, &response,
+                 [&done](Status status) { done.set_value(std::move(status)); });
+  release.set_value();
+  server_ = TestServer::Start(GetParam(), setup);
+  ASSERT_NE(server_, nullptr);
+  auto result = done.get_future();
+  ASSERT_EQ(result.wait_for(kMustCompleteTimeout), std::future_status::ready);
+  const Status status = result.get();
+  EXPECT_TRUE(status.ok()) << status;
+  channel.reset();
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ShutdownTest,
+                         kAllTransports, TransportParamName);
+
+}  // namespace
+}  // namespace rill::test

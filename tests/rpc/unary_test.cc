@@ -1,0 +1,666 @@
+// Unary calls rill ↔ rill through generated stubs, over loopback TCP and a Unix socket: the
+// three completion styles, metadata in both directions, statuses, and message size limits.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <asio/steady_timer.hpp>
+#include <asio/use_awaitable.hpp>
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "grpc/testing/test.rill.h"
+#include "rill/client_context.h"
+#include "rill/server_context.h"
+#include "tests/rpc/rpc_test_util.h"
+
+namespace rill::test {
+namespace {
+
+using grpc::testing::Empty;
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using grpc::testing::TestService;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr size_t kDefaultLimit = 4 * 1024 * 1024;
+
+// Binary metadata with the bytes base64 must carry intact.
+const std::string kBinaryValue("\x00\xff\x01\x00\xfe\xff", 6);
+// Status details are opaque bytes (a serialized google.rpc.Status in practice).
+const std::string kDetails("\x08\x05\x12\x00\xff\x00", 6);
+
+// UnaryCall answers with a response of request.response_size() serialized bytes, or with
+// request.response_status() when set. Metadata keys starting with "x-echo-initial-" come back as
+// initial metadata, "x-echo-trailing-" as trailing metadata. Status details come from the
+// "x-details-bin" metadata value. Records what the handler saw.
+class EchoService final : public TestService::Service {
+ public:
+  Status UnaryCall(ServerContext& context, const SimpleRequest& request,
+                   SimpleResponse& response) override {
+    {
+      std::lock_guard lock(mu_);
+      metadata_ = CopyEntries(context.client_metadata());
+      method_ = std::string(context.method());
+      authority_ = std::string(context.authority());
+      peer_ = std::string(context.peer());
+      request_size_ = request.ByteSizeLong();
+      request_body_ = request.payload().body();
+    }
+    calls_.fetch_add(1);
+    for (const auto& [key, value] : context.client_metadata()) {
+      if (key.starts_with("x-echo-initial-")) context.AddInitialMetadata(key, value);
+      if (key.starts_with("x-echo-trailing-")) context.AddTrailingMetadata(key, value);
+    }
+    if (request.has_response_status()) {
+      std::string details;
+      if (auto d = context.client_metadata().Get("x-details-bin")) details = std::string(*d);
+      return Status(StatusCodeFromInt(request.response_status().code()),
+                    request.response_status().message(), std::move(details));
+    }
+    response = ResponseOfSize(static_cast<size_t>(request.response_size()));
+    return Status();
+  }
+
+  Status EmptyCall(ServerContext& context, const Empty& request, Empty& response) override {
+    calls_.fetch_add(1);
+    return Status();
+  }
+
+  // Sends the response headers early, then adds more initial metadata (too late to be sent),
+  // waits a little and answers with request.response_status() when set.
+  Awaitable<Status> CacheableUnaryCallAsync(ServerContext& context, const SimpleRequest& request,
+                                            SimpleResponse& response) override {
+    context.AddInitialMetadata("x-early", "sent");
+    context.SendInitialMetadata();
+    context.AddInitialMetadata("x-late", "never sent");
+    context.AddTrailingMetadata("x-trailing", "sent");
+    asio::steady_timer timer(context.io_context(), std::chrono::milliseconds(5));
+    co_await timer.async_wait(asio::use_awaitable);
+    if (request.has_response_status()) {
+      co_return Status(StatusCodeFromInt(request.response_status().code()),
+                       request.response_status().message());
+    }
+    co_return Status();
+  }
+
+  MetadataEntries metadata() {
+    std::lock_guard lock(mu_);
+    return metadata_;
+  }
+  std::string method() {
+    std::lock_guard lock(mu_);
+    return method_;
+  }
+  std::string authority() {
+    std::lock_guard lock(mu_);
+    return authority_;
+  }
+  std::string peer() {
+    std::lock_guard lock(mu_);
+    return peer_;
+  }
+  size_t request_size() {
+    std::lock_guard lock(mu_);
+    return request_size_;
+  }
+  std::string request_body() {
+    std::lock_guard lock(mu_);
+    return request_body_;
+  }
+  int calls() const { return calls_.load(); }
+
+ private:
+  std::mutex mu_;
+  MetadataEntries metadata_;
+  std::string method_;
+  std::string authority_;
+  std::string peer_;
+  size_t request_size_ = 0;
+  std::string request_body_;
+  std::atomic<int> calls_{0};
+};
+
+class UnaryTest : public ::testing::TestWithParam<Transport> {
+ protected:
+  void StartServer(TestServerSetup setup = {}) {
+    setup.services.push_back(&service_);
+    server_ = TestServer::Start(GetParam(), setup);
+    ASSERT_NE(server_, nullptr);
+  }
+  std::shared_ptr<Channel> NewChannel(ChannelOptions options = {}) {
+    return server_->NewChannel(std::move(options));
+  }
+  void TearDown() override { server_.reset(); }
+
+  EchoService service_;
+  std::unique_ptr<TestServer> server_;
+};
+
+// A good call on `stub` after a failed one: the channel and the connection survived.
+void ExpectGoodCall(TestService::Stub& stub) {
+  ClientContext context;
+  SimpleRequest request;
+  request.set_response_size(10);
+  SimpleResponse response;
+  const Status status = stub.UnaryCall(context, request, &response);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(response.ByteSizeLong(), 10u);
+}
+
+TEST_P(UnaryTest, BlockingCallReturnsTheResponse) {
+  StartServer();
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+
+  ClientContext context;
+  SimpleRequest request = RequestOfSize(100);
+  request.set_response_size(200);
+  SimpleResponse response;
+  const Status status = stub.UnaryCall(context, request, &response);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(response.ByteSizeLong(), 200u);
+  EXPECT_EQ(service_.method(), "/grpc.testing.TestService/UnaryCall");
+  if (GetParam() == Transport::kTcp) {
+    EXPECT_THAT(std::string(context.peer()), HasSubstr("127.0.0.1:"));
+    EXPECT_THAT(service_.peer(), HasSubstr("127.0.0.1:"));
+    EXPECT_EQ(service_.authority(), server_->target());
+  } else {
+    EXPECT_THAT(std::string(context.peer()), StartsWith("unix:"));
+  }
+}
+
+TEST_P(UnaryTest, EmptyMessagesBothWays) {
+  StartServer();
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+  ClientContext context;
+  Empty request;
+  Empty response;
+  const Status status = stub.EmptyCall(context, request, &response);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(service_.calls(), 1);
+}
+
+Awaitable<Status> UnaryCallAwaitable(TestService::Stub* stub, ClientContext* context,
+                                     SimpleRequest request, SimpleResponse* response) {
+  co_return co_await stub->UnaryCall(*context, request, response, asio::use_awaitable);
+}
+
+TEST_P(UnaryTest, AwaitableCallFromAnotherReactor) {
+  StartServer();
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+  ReactorPool client_reactors({.threads = 1, .cpus = {}});
+
+  ClientContext context;
+  SimpleRequest request;
+  request.set_response_size(3000);
+  SimpleResponse response;
+  const Status status = RunOn(client_reactors.reactor(0),
+                              UnaryCallAwaitable(&stub, &context, request, &response));
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(response.ByteSizeLong(), 3000u);
+  channel.reset();
+}
+
+TEST_P(UnaryTest, AwaitableCallOnTheChannelsOwnReactor) {
+  StartServer();
+  ReactorPool reactors({.threads = 1, .cpus = {}});
+  ChannelOptions options;
+  options.reactors = &reactors;
+  auto channel = NewChannel(options);
+  TestService::Stub stub(channel);
+
+  for (int i = 0; i < 3; ++i) {
+    ClientContext context;
+    SimpleRequest request;
+    request.set_response_size(100 * i);
+    SimpleResponse response;
+    const Status status =
+        RunOn(reactors.reactor(0), UnaryCallAwaitable(&stub, &context, request, &response));
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_EQ(response.ByteSizeLong(), 100u * i);
+  }
+  channel.reset();
+}
+
+TEST_P(UnaryTest, CallbackCompletionRunsOnce) {
+  StartServer();
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+
+  ClientContext context;
+  SimpleRequest request;
+  request.set_response_size(5000);
+  SimpleResponse response;
+  std::promise<Status> done;
+  std::atomic<int> completions{0};
+  stub.UnaryCall(context, request, &response, [&done, &completions](Status status) {
+    completions.fetch_add(1);
+    done.set_value(std::move(status));
+  });
+  auto future = done.get_future();
+  ASSERT_EQ(future.wait_for(kMustCompleteTimeout), std::future_status::ready);
+  const Status status = future.get();
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(response.ByteSizeLong(), 5000u);
+  channel.reset();  // every completion has run once the channel is gone
+  EXPECT_EQ(completions.load(), 1);
+}
+
+TEST_P(UnaryTest, ManyConcurrentCallsOnOneChannel) {
+  TestServerSetup setup;
+  setup.reactor_count = 2;
+  StartServer(setup);
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+
+  constexpr int kCalls = 64;
+  struct Call {
+    ClientContext context;
+    SimpleRequest request;
+    SimpleResponse response;
+    std::promise<Status> done;
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  for (int i = 0; i < kCalls; ++i) {
+    auto call = std::make_unique<Call>();
+    call->request = RequestOfSize(static_cast<size_t>(i) * 700 + 100, i * 900);
+    calls.push_back(std::move(call));
+  }
+  for (auto& call : calls) {
+    stub.UnaryCall(call->context, call->request, &call->response,
+                   [c = call.get()](Status status) { c->done.set_value(std::move(status)); });
+  }
+  for (int i = 0; i < kCalls; ++i) {
+    auto future = calls[i]->done.get_future();
+    ASSERT_EQ(future.wait_for(kMustCompleteTimeout), std::future_status::ready);
+    const Status status = future.get();
+    EXPECT_TRUE(status.ok()) << i << ": " << status;
+    EXPECT_EQ(calls[i]->response.ByteSizeLong(), static_cast<size_t>(i) * 900);
+  }
+}
+
+TEST_P(UnaryTest, SequentialCallsReuseTheConnection) {
+  StartServer();
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+  std::string first_peer;
+  for (int i = 0; i < 200; ++i) {
+    ClientContext context;
+    SimpleRequest request = RequestOfSize(static_cast<size_t>(i % 7) * 1000 + 100, i * 10);
+    SimpleResponse response;
+    const Status status = stub.UnaryCall(context, request, &response);
+    ASSERT_TRUE(status.ok()) << i << ": " << status;
+    ASSERT_EQ(response.ByteSizeLong(), static_cast<size_t>(i) * 10);
+    if (i == 0) first_peer = service_.peer();
+    EXPECT_EQ(service_.peer(), first_peer) << "the channel opened a second connection";
+  }
+}
+
+TEST_P(UnaryTest, CustomMetadataReachesTheHandler) {
+  StartServer();
+  ChannelOptions options;
+  options.user_agent_prefix = "my-app/1.2";
+  auto channel = NewChannel(options);
+  TestService::Stub stub(channel);
+
+  ClientContext context;
+  context.AddMetadata("x-ascii", "hello, world ~!");
+  context.AddMetadata("x-data-bin", kBinaryValue);
+  context.AddMetadata("x-empty-bin", "");
+  context.AddMetadata("x-repeated", "one");
+  context.AddMetadata("x-repeated", "two");
+  context.AddMetadata("x-repeated", "three");
+  context.AddMetadata("x-repeated-bin", std::string("\x00", 1));
+  context.AddMetadata("x-repeated-bin", std::string("\xff\xff", 2));
+  SimpleRequest request;
+  SimpleResponse response;
+  const Status status = stub.UnaryCall(context, request, &response);
+  ASSERT_TRUE(status.ok()) << status;
+
+  const MetadataEntries seen = service_.metadata();
+  EXPECT_THAT(ValuesOf(seen, "x-ascii"), ElementsAre("hello, world ~!"));
+  EXPECT_THAT(ValuesOf(seen, "x-data-bin"), ElementsAre(kBinaryValue));
+  EXPECT_THAT(ValuesOf(seen, "x-empty-bin"), ElementsAre(""));
+  EXPECT_THAT(ValuesOf(seen, "x-repeated"), ElementsAre("one", "two", "three"));
+  EXPECT_THAT(ValuesOf(seen, "x-repeated-bin"),
+              ElementsAre(std::string("\x00", 1), std::string("\xff\xff", 2)));
+  const std::vector<std::string> user_agent = ValuesOf(seen, "user-agent");
+  ASSERT_EQ(user_agent.size(), 1u);
+  EXPECT_THAT(user_agent[0], StartsWith("my-app/1.2 rill-cpp/"));
+  // Reserved and pseudo headers are not metadata.
+  for (const auto& [key, value] : seen) {
+    EXPECT_FALSE(key.starts_with(":")) << key;
+    EXPECT_NE(key, "content-type");
+    EXPECT_NE(key, "te");
+    EXPECT_NE(key, "grpc-timeout");
+  }
+}
+
+TEST_P(UnaryTest, InitialAndTrailingMetadataReachTheClient) {
+  StartServer();
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+
+  ClientContext context;
+  context.AddMetadata("x-echo-initial-a", "alpha");
+  context.AddMetadata("x-echo-initial-bin", kBinaryValue);
+  context.AddMetadata("x-echo-trailing-b", "beta");
+  context.AddMetadata("x-echo-trailing-b", "gamma");
+  context.AddMetadata("x-echo-trailing-bin", kBinaryValue);
+  SimpleRequest request;
+  request.set_response_size(50);
+  SimpleResponse response;
+  const Status status = stub.UnaryCall(context, request, &response);
+  ASSERT_TRUE(status.ok()) << status;
+
+  const MetadataEntries initial = CopyEntries(context.initial_metadata());
+  const MetadataEntries trailing = CopyEntries(context.trailing_metadata());
+  EXPECT_THAT(ValuesOf(initial, "x-echo-initial-a"), ElementsAre("alpha"));
+  EXPECT_THAT(ValuesOf(initial, "x-echo-initial-bin"), ElementsAre(kBinaryValue));
+  EXPECT_THAT(ValuesOf(initial, "x-echo-trailing-b"), ElementsAre());
+  EXPECT_THAT(ValuesOf(trailing, "x-echo-trailing-b"), ElementsAre("beta", "gamma"));
+  EXPECT_THAT(ValuesOf(trailing, "x-echo-trailing-bin"), ElementsAre(kBinaryValue));
+  EXPECT_THAT(ValuesOf(trailing, "x-echo-initial-a"), ElementsAre());
+  // The status is not metadata.
+  EXPECT_THAT(ValuesOf(trailing, "grpc-status"), ElementsAre());
+  EXPECT_THAT(ValuesOf(initial, "content-type"), ElementsAre());
+}
+
+TEST_P(UnaryTest, ErrorStatusCarriesAllMetadataAsTrailers) {
+  StartServer();
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+
+  ClientContext context;
+  context.AddMetadata("x-echo-initial-a", "alpha");
+  context.AddMetadata("x-echo-trailing-b", "beta");
+  SimpleRequest request;
+  request.mutable_response_status()->set_code(static_cast<int>(StatusCode::kNotFound));
+  request.mutable_response_status()->set_message("no such thing");
+  SimpleResponse response;
+  const Status status = stub.UnaryCall(context, request, &response);
+  EXPECT_EQ(status.code(), StatusCode::kNotFound);
+  EXPECT_EQ(status.message(), "no such thing");
+  // A status without a message is sent trailers-only; gRPC clients see all of its metadata as
+  // trailing metadata.
+  const MetadataEntries trailing = CopyEntries(context.trailing_metadata());
+  EXPECT_THAT(ValuesOf(trailing, "x-echo-initial-a"), ElementsAre("alpha"));
+  EXPECT_THAT(ValuesOf(trailing, "x-echo-trailing-b"), ElementsAre("beta"));
+}
+
+TEST_P(UnaryTest, HandlerSendsInitialMetadataEarly) {
+  StartServer();
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+  {
+    ClientContext context;
+    SimpleRequest request;
+    SimpleResponse response;
+    ASSERT_TRUE(stub.CacheableUnaryCall(context, request, &response).ok());
+    const MetadataEntries initial = CopyEntries(context.initial_metadata());
+    EXPECT_THAT(ValuesOf(initial, "x-early"), ElementsAre("sent"));
+    EXPECT_THAT(ValuesOf(initial, "x-late"), ElementsAre());
+    EXPECT_THAT(ValuesOf(CopyEntries(context.trailing_metadata()), "x-trailing"),
+                ElementsAre("sent"));
+  }
+  {
+    // Headers already went out, so an error status comes in real trailers (not trailers-only):
+    // initial and trailing metadata stay apart.
+    ClientContext context;
+    SimpleRequest request;
+    request.mutable_response_status()->set_code(static_cast<int>(StatusCode::kAborted));
+    request.mutable_response_status()->set_message("changed my mind");
+    SimpleResponse response;
+    const Status status = stub.CacheableUnaryCall(context, request, &response);
+    EXPECT_EQ(status.code(), StatusCode::kAborted);
+    EXPECT_EQ(status.message(), "changed my mind");
+    EXPECT_THAT(ValuesOf(CopyEntries(context.initial_metadata()), "x-early"), ElementsAre("sent"));
+    EXPECT_THAT(ValuesOf(CopyEntries(context.trailing_metadata()), "x-trailing"),
+                ElementsAre("sent"));
+    EXPECT_THAT(ValuesOf(CopyEntries(context.trailing_metadata()), "x-early"), ElementsAre());
+  }
+}
+
+TEST_P(UnaryTest, ContextIsReusableAfterReset) {
+  StartServer();
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+  ClientContext context;
+  for (int i = 0; i < 3; ++i) {
+    context.Reset();
+    context.AddMetadata("x-echo-trailing-i", std::to_string(i));
+    SimpleRequest request;
+    SimpleResponse response;
+    const Status status = stub.UnaryCall(context, request, &response);
+    ASSERT_TRUE(status.ok()) << status;
+    EXPECT_THAT(ValuesOf(CopyEntries(context.trailing_metadata()), "x-echo-trailing-i"),
+                ElementsAre(std::to_string(i)));
+    EXPECT_THAT(ValuesOf(service_.metadata(), "x-echo-trailing-i"),
+                ElementsAre(std::to_string(i)));
+  }
+}
+
+TEST_P(UnaryTest, EveryStatusCodeWithMessageAndDetails) {
+  StartServer();
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+
+  for (int code = 1; code <= kMaxStatusCode; ++code) {
+    ClientContext context;
+    context.AddMetadata("x-details-bin", kDetails);
+    SimpleRequest request;
+    // Needs percent-encoding: '%', non-ASCII bytes, a newline.
+    const std::string message = "code " + std::to_string(code) + ": 100% sûr\nsecond line";
+    request.mutable_response_status()->set_code(code);
+    request.mutable_response_status()->set_message(message);
+    SimpleResponse response;
+    const Status status = stub.UnaryCall(context, request, &response);
+    EXPECT_EQ(static_cast<int>(status.code()), code);
+    EXPECT_EQ(status.message(), message);
+    EXPECT_EQ(status.details(), kDetails) << code;
+  }
+  // A status code outside gRPC's range reaches the client as UNKNOWN.
+  ClientContext context;
+  SimpleRequest request;
+  request.mutable_response_status()->set_code(42);
+  SimpleResponse response;
+  EXPECT_EQ(stub.UnaryCall(context, request, &response).code(), StatusCode::kUnknown);
+  ExpectGoodCall(stub);
+}
+
+TEST_P(UnaryTest, UnimplementedMethodsAnswerUnimplemented) {
+  StartServer();
+  auto channel = NewChannel();
+  {
+    // Generated but not overridden.
+    TestService::Stub stub(channel);
+    ClientContext context;
+    Empty request;
+    Empty response;
+    const Status status = stub.UnimplementedCall(context, request, &response);
+    EXPECT_EQ(status.code(), StatusCode::kUnimplemented);
+    EXPECT_THAT(std::string(status.message()), HasSubstr("UnimplementedCall"));
+  }
+  {
+    // A service the server does not have.
+    grpc::testing::UnimplementedService::Stub stub(channel);
+    ClientContext context;
+    Empty request;
+    Empty response;
+    const Status status = stub.UnimplementedCall(context, request, &response);
+    EXPECT_EQ(status.code(), StatusCode::kUnimplemented);
+  }
+  TestService::Stub stub(channel);
+  ExpectGoodCall(stub);
+}
+
+// Sizes in serialized bytes; every one must arrive intact in both directions. No protobuf
+// message serializes to exactly 1 byte (a field takes a tag and a value): 2 bytes is the smallest
+// non-empty one, and PayloadBodiesOfOneByteAndUp covers 1 byte of payload.
+TEST_P(UnaryTest, MessageSizesUpToTheDefaultLimit) {
+  StartServer();
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+  for (size_t size : {size_t{0}, size_t{2}, size_t{7}, size_t{1023}, size_t{1024}, size_t{1025},
+                      size_t{16 * 1024}, size_t{64 * 1024}, size_t{64 * 1024 + 3},
+                      size_t{1024 * 1024}, kDefaultLimit}) {
+    ClientContext context;
+    // The response is as large as the request.
+    const SimpleRequest request = RequestOfSize(size, static_cast<int32_t>(size));
+    SimpleResponse response;
+    const Status status = stub.UnaryCall(context, request, &response);
+    ASSERT_TRUE(status.ok()) << size << ": " << status;
+    EXPECT_EQ(response.ByteSizeLong(), size);
+    EXPECT_EQ(service_.request_size(), request.ByteSizeLong());
+  }
+}
+
+// The payload bytes themselves arrive intact, whatever their value.
+TEST_P(UnaryTest, PayloadBodiesOfOneByteAndUp) {
+  StartServer();
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+  for (size_t size : {size_t{1}, size_t{1024}, size_t{64 * 1024}, size_t{1024 * 1024}}) {
+    ClientContext context;
+    SimpleRequest request;
+    std::string body(size, '\0');
+    for (size_t i = 0; i < size; ++i) body[i] = static_cast<char>((i * 131 + size) & 0xff);
+    request.mutable_payload()->set_body(body);
+    SimpleResponse response;
+    const Status status = stub.UnaryCall(context, request, &response);
+    ASSERT_TRUE(status.ok()) << size << ": " << status;
+    EXPECT_EQ(service_.request_body(), body) << size;
+  }
+}
+
+TEST_P(UnaryTest, RequestOverTheServerLimitIsResourceExhausted) {
+  StartServer();
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+  {
+    ClientContext context;
+    SimpleRequest request = RequestOfSize(kDefaultLimit);
+    SimpleResponse response;
+    const Status status = stub.UnaryCall(context, request, &response);
+    EXPECT_TRUE(status.ok()) << status;
+  }
+  const int calls_before = service_.calls();
+  {
+    ClientContext context;
+    SimpleRequest request = RequestOfSize(kDefaultLimit + 1);
+    SimpleResponse response;
+    const Status status = stub.UnaryCall(context, request, &response);
+    EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status;
+  }
+  EXPECT_EQ(service_.calls(), calls_before) << "the handler ran for an oversized request";
+  ExpectGoodCall(stub);
+}
+
+TEST_P(UnaryTest, ConfiguredServerReceiveLimit) {
+  TestServerSetup setup;
+  setup.options.max_receive_message_size = 64 * 1024;
+  StartServer(setup);
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+  {
+    ClientContext context;
+    SimpleRequest request = RequestOfSize(64 * 1024);
+    SimpleResponse response;
+    EXPECT_TRUE(stub.UnaryCall(context, request, &response).ok());
+  }
+  {
+    ClientContext context;
+    SimpleRequest request = RequestOfSize(64 * 1024 + 1);
+    SimpleResponse response;
+    EXPECT_EQ(stub.UnaryCall(context, request, &response).code(), StatusCode::kResourceExhausted);
+  }
+  ExpectGoodCall(stub);
+}
+
+TEST_P(UnaryTest, ResponseOverTheClientLimitIsResourceExhausted) {
+  StartServer();
+  for (size_t limit : {size_t{64 * 1024}, kDefaultLimit}) {
+    ChannelOptions options;
+    options.max_receive_message_size = limit;
+    auto channel = NewChannel(options);
+    TestService::Stub stub(channel);
+    {
+      ClientContext context;
+      SimpleRequest request;
+      request.set_response_size(static_cast<int32_t>(limit));
+      SimpleResponse response;
+      const Status status = stub.UnaryCall(context, request, &response);
+      EXPECT_TRUE(status.ok()) << limit << ": " << status;
+      EXPECT_EQ(response.ByteSizeLong(), limit);
+    }
+    {
+      ClientContext context;
+      SimpleRequest request;
+      request.set_response_size(static_cast<int32_t>(limit + 1));
+      SimpleResponse response;
+      const Status status = stub.UnaryCall(context, request, &response);
+      EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << limit << ": " << status;
+    }
+    ExpectGoodCall(stub);
+  }
+}
+
+TEST_P(UnaryTest, ClientSendLimitFailsLocally) {
+  StartServer();
+  ChannelOptions options;
+  options.max_send_message_size = 1000;
+  auto channel = NewChannel(options);
+  TestService::Stub stub(channel);
+  {
+    ClientContext context;
+    SimpleRequest request = RequestOfSize(1000);
+    SimpleResponse response;
+    EXPECT_TRUE(stub.UnaryCall(context, request, &response).ok());
+  }
+  const int calls_before = service_.calls();
+  {
+    ClientContext context;
+    SimpleRequest request = RequestOfSize(1001);
+    SimpleResponse response;
+    EXPECT_EQ(stub.UnaryCall(context, request, &response).code(), StatusCode::kResourceExhausted);
+  }
+  EXPECT_EQ(service_.calls(), calls_before) << "an oversized request was sent";
+  ExpectGoodCall(stub);
+}
+
+TEST_P(UnaryTest, ServerSendLimitFailsTheCall) {
+  TestServerSetup setup;
+  setup.options.max_send_message_size = 1000;
+  StartServer(setup);
+  auto channel = NewChannel();
+  TestService::Stub stub(channel);
+  {
+    ClientContext context;
+    SimpleRequest request;
+    request.set_response_size(1000);
+    SimpleResponse response;
+    EXPECT_TRUE(stub.UnaryCall(context, request, &response).ok());
+  }
+  {
+    ClientContext context;
+    context.AddMetadata("x-echo-trailing-t", "kept");
+    SimpleRequest request;
+    request.set_response_size(1001);
+    SimpleResponse response;
+    const Status status = stub.UnaryCall(context, request, &response);
+    EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status;
+  }
+  ExpectGoodCall(stub);
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, UnaryTest, kAllTransports, TransportParamName);
+
+}  // namespace
+}  // namespace rill::test
