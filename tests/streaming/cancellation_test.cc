@@ -1,0 +1,273 @@
+// Ending a stream early, from either side: the client cancels while the handler waits in Read()
+// or Write(); the handler fails while the client waits in Read(); the client's deadline passes
+// mid-stream; the client drops its stream object. The other side must learn of it: the handler's
+// Read()/Write() returns false and ServerContext::IsCancelled() is true; the client's Read()
+// returns false and Finish() gives the status.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rill/client_call.h"
+#include "rill/client_context.h"
+#include "tests/streaming/streaming_test_util.h"
+
+namespace rill::test {
+namespace {
+
+using std::chrono::milliseconds;
+
+TEST(Cancellation, ClientCancelReachesHandlerSuspendedInRead) {
+  StreamingEnv env;
+  ASSERT_TRUE(env.ok());
+  ClientContext ctx;
+  auto stream = env.stub().Echo(ctx);
+  st::Chunk out;
+  st::Chunk in;
+  MakeChunk(0, 100, out);
+  ASSERT_TRUE(stream->BlockingWrite(out));
+  ASSERT_TRUE(stream->BlockingRead(&in));
+  ASSERT_TRUE(WaitParked(env.service().in_read, env.service().total_writes))
+      << "the handler never waited in Read()";
+  ctx.TryCancel();
+  EXPECT_FALSE(stream->BlockingRead(&in));
+  const Status status = stream->BlockingFinish();
+  EXPECT_EQ(status.code(), StatusCode::kCancelled) << status;
+  ASSERT_TRUE(env.service().WaitForFinished(1));
+  const HandlerOutcome outcome = env.service().outcomes().at(0);
+  EXPECT_EQ(outcome.end, HandlerEnd::kReadFalse);
+  EXPECT_TRUE(outcome.cancelled);
+  stream.reset();
+  env.Stop();
+}
+
+TEST(Cancellation, ClientCancelReachesHandlerSuspendedInWrite) {
+  StreamingEnv env;
+  ASSERT_TRUE(env.ok());
+  st::SourceRequest request;
+  request.set_count(0);  // until the call ends
+  request.set_size(16000);
+  ClientContext ctx;
+  auto reader = env.stub().Source(ctx, request);
+  // The client reads nothing: the handler fills the window and its quota, then waits.
+  ASSERT_TRUE(WaitParked(env.service().in_write, env.service().total_writes))
+      << "the handler never waited in Write()";
+  ctx.TryCancel();
+  const Status status = reader->BlockingFinish();
+  EXPECT_EQ(status.code(), StatusCode::kCancelled) << status;
+  ASSERT_TRUE(env.service().WaitForFinished(1));
+  const HandlerOutcome outcome = env.service().outcomes().at(0);
+  EXPECT_EQ(outcome.end, HandlerEnd::kWriteFalse);
+  EXPECT_TRUE(outcome.cancelled);
+  reader.reset();
+  // Nothing of the cancelled stream stays pinned on either side.
+  EXPECT_TRUE(StreamerService::WaitUntil([&] { return env.server_pool().bytes_out() == 0; }))
+      << env.server_pool().bytes_out() << " bytes still out on the server";
+  env.Stop();
+}
+
+// Bidi: the handler echoes three chunks, then (200 ms later, while the client waits in Read())
+// fails the call with ABORTED.
+TEST(Cancellation, ServerErrorReachesClientBlockedInRead_Bidi) {
+  StreamingEnv env;
+  ASSERT_TRUE(env.ok());
+  ClientContext ctx;
+  ctx.AddMetadata("x-fail-after", "3");
+  ctx.AddMetadata("x-fail-delay-ms", "200");
+  auto stream = env.stub().Echo(ctx);
+  st::Chunk out;
+  st::Chunk in;
+  for (uint64_t i = 0; i < 3; ++i) {
+    MakeChunk(i, 100, out);
+    ASSERT_TRUE(stream->BlockingWrite(out));
+    ASSERT_TRUE(stream->BlockingRead(&in));
+    EXPECT_TRUE(IsChunk(in, i, 100));
+  }
+  EXPECT_FALSE(stream->BlockingRead(&in));  // blocks until the handler fails
+  const Status status = stream->BlockingFinish();
+  EXPECT_EQ(status.code(), StatusCode::kAborted) << status;
+  EXPECT_EQ(status.message(), "echo failed on purpose after 3 chunks");
+  ASSERT_TRUE(env.service().WaitForFinished(1));
+  EXPECT_EQ(env.service().outcomes().at(0).end, HandlerEnd::kFailedOnPurpose);
+  // The client may keep writing after the server ended the call; the writes fail.
+  MakeChunk(3, 100, out);
+  EXPECT_FALSE(stream->BlockingWrite(out));
+  stream.reset();
+  env.Stop();
+}
+
+// Server streaming: five chunks, then ABORTED while the client waits for the sixth.
+TEST(Cancellation, ServerErrorReachesClientBlockedInRead_ServerStreaming) {
+  StreamingEnv env;
+  ASSERT_TRUE(env.ok());
+  st::SourceRequest request;
+  request.set_count(0);
+  request.set_size(100);
+  request.set_fail_after(5);
+  request.set_fail_code(static_cast<int>(StatusCode::kAborted));
+  request.set_fail_delay_ms(200);
+  ClientContext ctx;
+  auto reader = env.stub().Source(ctx, request);
+  st::Chunk in;
+  uint64_t received = 0;
+  while (reader->BlockingRead(&in)) {
+    EXPECT_TRUE(IsChunk(in, received, 100));
+    ++received;
+  }
+  EXPECT_EQ(received, 5u);
+  const Status status = reader->BlockingFinish();
+  EXPECT_EQ(status.code(), StatusCode::kAborted) << status;
+  EXPECT_EQ(status.message(), "source failed on purpose after 5 chunks");
+  reader.reset();
+  env.Stop();
+}
+
+// The client's deadline passes while chunks are still flowing (one every 5 ms).
+TEST(Cancellation, DeadlineMidStream) {
+  StreamingEnv env;
+  ASSERT_TRUE(env.ok());
+  st::SourceRequest request;
+  request.set_count(0);
+  request.set_size(1000);
+  request.set_interval_ms(5);
+  ClientContext ctx;
+  ctx.set_timeout(milliseconds(300));
+  auto reader = env.stub().Source(ctx, request);
+  st::Chunk in;
+  uint64_t received = 0;
+  while (reader->BlockingRead(&in)) {
+    EXPECT_TRUE(IsChunk(in, received, 1000));
+    ++received;
+  }
+  EXPECT_GT(received, 0u);
+  const Status status = reader->BlockingFinish();
+  EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status;
+  ASSERT_TRUE(env.service().WaitForFinished(1));
+  const HandlerOutcome outcome = env.service().outcomes().at(0);
+  EXPECT_TRUE(outcome.end == HandlerEnd::kWriteFalse || outcome.end == HandlerEnd::kTimerAborted)
+      << static_cast<int>(outcome.end);
+  EXPECT_TRUE(outcome.cancelled);
+  reader.reset();
+  env.Stop();
+}
+
+// The deadline passes while the handler is blocked in Write() (the client reads nothing).
+TEST(Cancellation, DeadlineWhileHandlerBlockedInWrite) {
+  StreamingEnv env;
+  ASSERT_TRUE(env.ok());
+  st::SourceRequest request;
+  request.set_count(0);
+  request.set_size(16000);
+  ClientContext ctx;
+  ctx.set_timeout(milliseconds(300));
+  auto reader = env.stub().Source(ctx, request);
+  const Status status = reader->BlockingFinish();
+  EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status;
+  ASSERT_TRUE(env.service().WaitForFinished(1));
+  const HandlerOutcome outcome = env.service().outcomes().at(0);
+  EXPECT_EQ(outcome.end, HandlerEnd::kWriteFalse);
+  EXPECT_TRUE(outcome.cancelled);
+  reader.reset();
+  EXPECT_TRUE(StreamerService::WaitUntil([&] { return env.server_pool().bytes_out() == 0; }))
+      << env.server_pool().bytes_out() << " bytes still out on the server";
+  env.Stop();
+}
+
+// The client drops its stream object mid-stream (without TryCancel): the server is told.
+TEST(Cancellation, DroppingTheClientStreamCancelsTheHandler) {
+  StreamingEnv env;
+  ASSERT_TRUE(env.ok());
+  ClientContext ctx;
+  auto stream = env.stub().Echo(ctx);
+  st::Chunk out;
+  st::Chunk in;
+  MakeChunk(0, 100, out);
+  ASSERT_TRUE(stream->BlockingWrite(out));
+  ASSERT_TRUE(stream->BlockingRead(&in));
+  ASSERT_TRUE(WaitParked(env.service().in_read, env.service().total_writes));
+  stream.reset();
+  ASSERT_TRUE(env.service().WaitForFinished(1));
+  const HandlerOutcome outcome = env.service().outcomes().at(0);
+  EXPECT_EQ(outcome.end, HandlerEnd::kReadFalse);
+  EXPECT_TRUE(outcome.cancelled);
+  env.Stop();
+}
+
+// The handler ends the call (ABORTED after echoing one chunk) while the client has not
+// half-closed. On the wire, as a raw HTTP/2 peer sees it: the response headers, the echo, the
+// trailers with END_STREAM, and then RST_STREAM(NO_ERROR) telling the client to stop sending
+// (PROTOCOL-HTTP2). The stream must be closed with no error, not cancelled.
+TEST(Cancellation, ServerFinishingBeforeClientHalfClosedSendsTrailersThenRstStreamNoError) {
+  StreamingEnv env;
+  ASSERT_TRUE(env.ok());
+  RawHttp2Client peer;
+  ASSERT_TRUE(peer.Connect(env.port()));
+  ASSERT_TRUE(peer.SendPreface({}));
+  ASSERT_TRUE(peer.SendHeaders(1,
+                               {{":method", "POST"},
+                                {":scheme", "http"},
+                                {":path", "/streaming_test.Streamer/Echo"},
+                                {":authority", "localhost"},
+                                {"content-type", "application/grpc"},
+                                {"te", "trailers"},
+                                {"x-fail-after", "1"}},
+                               /*end_stream=*/false));
+  st::Chunk chunk;
+  MakeChunk(0, 100, chunk);
+  ASSERT_TRUE(peer.SendGrpcMessage(1, chunk.SerializeAsString(), /*end_stream=*/false));
+  const auto seen = [](uint8_t type, uint8_t flags) {
+    return [type, flags](const std::vector<RawHttp2Client::Frame>& so_far) {
+      for (const auto& f : so_far) {
+        if (f.stream_id == 1 && f.type == type && (f.flags & flags) == flags) return true;
+      }
+      return false;
+    };
+  };
+  // The trailers come once the handler failed; the reset goes out right behind them.
+  peer.ReadFrames(kMustComplete, seen(RawHttp2Client::kHeaders, RawHttp2Client::kFlagEndStream));
+  const auto& frames =
+      peer.ReadFrames(std::chrono::seconds(2), seen(RawHttp2Client::kRstStream, 0));
+  // Stream 1's frames in order, as "HEADERS", "DATA", "TRAILERS" (HEADERS with END_STREAM) and
+  // "RST_STREAM(code)".
+  std::vector<std::string> sequence;
+  std::string grpc_status;
+  std::string echoed;
+  for (const auto& f : frames) {
+    if (f.type == RawHttp2Client::kHeaders) {
+      // Decoded in order for every stream: HPACK state is per connection.
+      const auto fields = peer.DecodeHeaders(f);
+      if (f.stream_id != 1) continue;
+      const bool end = (f.flags & RawHttp2Client::kFlagEndStream) != 0;
+      sequence.push_back(end ? "TRAILERS" : "HEADERS");
+      for (const auto& [name, value] : fields) {
+        if (end && name == "grpc-status") grpc_status = value;
+      }
+    } else if (f.stream_id == 1 && f.type == RawHttp2Client::kData) {
+      if (sequence.empty() || sequence.back() != "DATA") sequence.push_back("DATA");
+      echoed += f.payload;
+    } else if (f.stream_id == 1 && f.type == RawHttp2Client::kRstStream) {
+      const auto* p = reinterpret_cast<const uint8_t*>(f.payload.data());
+      const uint32_t code =
+          (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+      sequence.push_back("RST_STREAM(" + std::to_string(code) + ")");
+    }
+  }
+  const std::vector<std::string> expected = {"HEADERS", "DATA", "TRAILERS", "RST_STREAM(0)"};
+  EXPECT_EQ(sequence, expected);
+  EXPECT_EQ(grpc_status, std::to_string(static_cast<int>(StatusCode::kAborted)));
+  // The echo is the chunk, framed: flag 0, 4-byte length, then the message.
+  ASSERT_GE(echoed.size(), 5u);
+  st::Chunk echo;
+  ASSERT_TRUE(echo.ParseFromString(echoed.substr(5)));
+  EXPECT_TRUE(IsChunk(echo, 0, 100));
+  ASSERT_TRUE(env.service().WaitForFinished(1));
+  const HandlerOutcome outcome = env.service().outcomes().at(0);
+  EXPECT_EQ(outcome.end, HandlerEnd::kFailedOnPurpose);
+  EXPECT_FALSE(outcome.cancelled);
+  peer.Close();
+  env.Stop();
+}
+
+}  // namespace
+}  // namespace rill::test
