@@ -1,0 +1,61 @@
+// rill's gRPC interop test server: grpc.testing.TestService (test_service.h) on rill.
+//
+//   rill_interop_server --port=0 --use_tls=false
+//
+// Prints `listening on <port>` on stdout once it accepts calls, logs on stderr how long after
+// the deadline a handler observed its call's cancellation, and shuts down gracefully on SIGINT
+// or SIGTERM. --test_only_unary_checks=true also serves interop_checks.UnaryChecks
+// (unary_checks_service.h) for grpcio_unary_checks.py; it is never on by default.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <string>
+
+#include "rill/server.h"
+#include "tests/interop/test_service.h"
+#include "tests/interop/unary_checks_service.h"
+
+int main(int argc, char** argv) {
+  CLI::App app("rill interop test server (grpc.testing.TestService)");
+  int port = 0;
+  bool use_tls = false;
+  bool unary_checks = false;
+  app.add_option("--port", port, "TCP port to listen on; 0 picks a free one")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--use_tls", use_tls, "TLS (not supported yet: must be false)");
+  app.add_option("--test_only_unary_checks", unary_checks,
+                 "also serve the test-only interop_checks.UnaryChecks service");
+  CLI11_PARSE(app, argc, argv);
+  if (use_tls) {
+    std::fprintf(stderr, "--use_tls=true is not supported by rill_interop_server yet\n");
+    return 2;
+  }
+
+  // SIGINT and SIGTERM are taken by sigwait below, on this thread only: block them before the
+  // server starts its threads so that they inherit the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  rill::test::interop::TestServiceImpl test_service(stderr);
+  rill::test::interop::UnaryChecksService unary_checks_service;
+  int bound = 0;
+  rill::ServerBuilder builder;
+  builder.AddListeningPort("0.0.0.0:" + std::to_string(port), &bound)
+      .RegisterService(&test_service);
+  if (unary_checks) builder.RegisterService(&unary_checks_service);
+  auto server = builder.Build();
+  if (!server.ok()) {
+    std::fprintf(stderr, "cannot start: %s\n", server.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("listening on %d\n", bound);
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  (*server)->Shutdown(std::chrono::seconds(1));
+  return 0;
+}
