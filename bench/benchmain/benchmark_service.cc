@@ -1,0 +1,99 @@
+#include "bench/benchmain/benchmark_service.h"
+
+#include <algorithm>
+#include <asio/experimental/awaitable_operators.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <chrono>
+#include <optional>
+#include <random>
+
+#include "bench/benchmain/go_flags.h"
+#include "bench/benchmain/message_arena.h"
+
+namespace rill::bench {
+namespace {
+
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using Stream = rill::ServerReaderWriter<SimpleResponse, SimpleRequest>;
+
+// Reads and drops requests until the call ends (grpc-go's discarding receive goroutine).
+rill::Awaitable<void> DiscardRequests(Stream* stream) {
+  MessageArena arena;
+  while (co_await stream->Read(arena.Fresh<SimpleRequest>())) {
+  }
+}
+
+// Sends `response` until the call ends, pausing a random time below `max_delay` before each
+// send when it is positive.
+rill::Awaitable<void> SendWithoutWaiting(Stream* stream, const SimpleResponse* response,
+                                         std::chrono::nanoseconds max_delay) {
+  std::optional<asio::steady_timer> timer;
+  std::minstd_rand rng(std::random_device{}());
+  if (max_delay.count() > 0) timer.emplace(co_await asio::this_coro::executor);
+  while (true) {
+    if (timer) {
+      std::uniform_int_distribution<std::int64_t> pause(0, max_delay.count() - 1);
+      timer->expires_after(std::chrono::nanoseconds(pause(rng)));
+      co_await timer->async_wait(asio::use_awaitable);
+    }
+    if (!co_await stream->Write(*response)) break;
+  }
+}
+
+rill::Awaitable<rill::Status> UnconstrainedStreamingCall(rill::ServerContext& context,
+                                                         Stream& stream) {
+  std::chrono::nanoseconds max_delay{0};
+  if (auto delay = context.client_metadata().Get(kUnconstrainedStreamingDelayHeader)) {
+    std::optional<std::chrono::nanoseconds> parsed = ParseGoDuration(*delay);
+    if (!parsed) {
+      co_return rill::Status(rill::StatusCode::kInvalidArgument,
+                             "bad unconstrained-streaming-delay");
+    }
+    max_delay = *parsed;
+  }
+  // The first request tells the response size.
+  SimpleRequest first;
+  if (!co_await stream.Read(&first)) co_return rill::Status();
+  SimpleResponse response;
+  FillPayload(response, first.response_size());
+  using asio::experimental::awaitable_operators::operator&&;
+  co_await (DiscardRequests(&stream) && SendWithoutWaiting(&stream, &response, max_delay));
+  co_return rill::Status(rill::StatusCode::kCancelled, "unconstrained stream ended");
+}
+
+}  // namespace
+
+void FillPayload(SimpleResponse& response, int size) {
+  // assign() keeps the body's capacity from the previous response on a reused message.
+  response.mutable_payload()->mutable_body()->assign(static_cast<std::size_t>(std::max(size, 0)),
+                                                     '\0');
+}
+
+rill::Status BenchmarkServiceImpl::UnaryCall(rill::ServerContext& context,
+                                             const SimpleRequest& request,
+                                             SimpleResponse& response) {
+  FillPayload(response, request.response_size());
+  return rill::Status();
+}
+
+rill::Awaitable<rill::Status> BenchmarkServiceImpl::StreamingCall(rill::ServerContext& context,
+                                                                  Stream& stream) {
+  if (context.client_metadata().Contains(kUnconstrainedStreamingHeader)) {
+    co_return co_await UnconstrainedStreamingCall(context, stream);
+  }
+  // One response object for the whole stream, like grpc-go's server; requests are parsed into
+  // an arena (see MessageArena for why not into one reused message).
+  MessageArena arena;
+  SimpleResponse response;
+  while (true) {
+    SimpleRequest* request = arena.Fresh<SimpleRequest>();
+    if (!co_await stream.Read(request)) break;
+    FillPayload(response, request->response_size());
+    if (!co_await stream.Write(response)) break;
+  }
+  co_return rill::Status();
+}
+
+}  // namespace rill::bench

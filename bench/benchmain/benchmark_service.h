@@ -1,0 +1,44 @@
+// grpc.testing.BenchmarkService served the way grpc-go's benchmark server serves it
+// (`benchmark/benchmark.go`): the server half of benchmain and of rill_bench_server.
+//
+//   rill::bench::BenchmarkServiceImpl service;
+//   auto server = rill::ServerBuilder().AddListeningPort("0.0.0.0:0", &port)
+//                     .RegisterService(&service).Build();
+//
+// - UnaryCall answers with a payload of `response_size` zero bytes.
+// - StreamingCall is ping-pong: one such response per request until the client half-closes.
+// - With the request metadata `unconstrained-streaming: 1` StreamingCall reads one request to
+//   learn the response size, then discards every further request while it sends responses
+//   without waiting, each after a random pause below `unconstrained-streaming-delay` (a Go
+//   duration) when that header is given, until the call ends.
+//
+// Thread safety: thread-safe (stateless); every call runs on its connection's reactor.
+#ifndef RILL_BENCH_BENCHMAIN_BENCHMARK_SERVICE_H_
+#define RILL_BENCH_BENCHMAIN_BENCHMARK_SERVICE_H_
+
+#include "grpc/testing/benchmark_service.rill.h"
+
+namespace rill::bench {
+
+// The metadata keys grpc-go's benchmain sends on unconstrained streams.
+inline constexpr char kUnconstrainedStreamingHeader[] = "unconstrained-streaming";
+inline constexpr char kUnconstrainedStreamingDelayHeader[] = "unconstrained-streaming-delay";
+
+class BenchmarkServiceImpl final : public grpc::testing::BenchmarkService::Service {
+ public:
+  // Inline on the reactor: no coroutine frame.
+  rill::Status UnaryCall(rill::ServerContext& context, const grpc::testing::SimpleRequest& request,
+                         grpc::testing::SimpleResponse& response) override;
+
+  rill::Awaitable<rill::Status> StreamingCall(
+      rill::ServerContext& context,
+      rill::ServerReaderWriter<grpc::testing::SimpleResponse, grpc::testing::SimpleRequest>& stream)
+      override;
+};
+
+// Sets `response`'s payload to `size` zero bytes (grpc-go's setPayload), reusing its capacity.
+void FillPayload(grpc::testing::SimpleResponse& response, int size);
+
+}  // namespace rill::bench
+
+#endif  // RILL_BENCH_BENCHMAIN_BENCHMARK_SERVICE_H_

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Turns the raw measurements of bench/side_by_side/run.sh into a markdown table.
+
+    report.py RAW.tsv
+
+RAW.tsv has one line per measurement (columns: case pinning client server rep rpcs qps cpu_us
+allocs rss_mib). Each figure is the median over the repetitions; the ratio columns compare a
+server with the libgrpc++ server under the same load and pinning.
+"""
+import csv
+import math
+import statistics
+import sys
+
+SERVERS = {"rill": "rill", "grpcpp": "libgrpc++", "nghttpd": "nghttpd (HTTP/2 floor)"}
+CLIENTS = {"h2load": "h2load", "rill": "rill client"}
+PINNINGS = {"split": "server 0, load 1", "shared": "both on 0"}
+
+
+def median(values):
+    values = [v for v in values if not math.isnan(v)]
+    return statistics.median(values) if values else math.nan
+
+
+def fmt(value, digits):
+    if math.isnan(value):
+        return "n/a"
+    return f"{value:,.{digits}f}"
+
+
+def ratio(value, base):
+    if math.isnan(value) or math.isnan(base) or base == 0:
+        return "n/a"
+    return f"{value / base:.2f}"
+
+
+def main(argv):
+    if len(argv) != 1:
+        print(__doc__.strip(), file=sys.stderr)
+        return 2
+    groups = {}
+    order = []
+    with open(argv[0], newline="") as f:
+        for row in csv.DictReader(f, delimiter="\t"):
+            key = (row["case"], row["pinning"], row["client"], row["server"])
+            if key not in groups:
+                groups[key] = []
+                order.append(key)
+            ok = int(row["rpcs"]) > 0
+            groups[key].append({
+                "qps": float(row["qps"]) if ok else math.nan,
+                "cpu": float(row["cpu_us"]),
+                "allocs": float(row["allocs"]),
+                "rss": float(row["rss_mib"]),
+            })
+    medians = {
+        key: {field: median([m[field] for m in runs]) for field in ("qps", "cpu", "allocs", "rss")}
+        for key, runs in groups.items()
+    }
+
+    print("| workload | load | CPUs | server | req/s | server CPU µs/RPC | allocs/RPC | RSS MiB "
+          "| req/s ÷ libgrpc++ | CPU ÷ libgrpc++ | allocs ÷ libgrpc++ |")
+    print("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|")
+    for key in order:
+        case, pinning, client, server = key
+        m = medians[key]
+        base = medians.get((case, pinning, client, "grpcpp"))
+        if base is None or server == "grpcpp":
+            ratios = ["", "", ""]
+        else:
+            ratios = [ratio(m["qps"], base["qps"]), ratio(m["cpu"], base["cpu"]),
+                      ratio(m["allocs"], base["allocs"])]
+        print(f"| {case} | {CLIENTS.get(client, client)} | {PINNINGS.get(pinning, pinning)} "
+              f"| {SERVERS.get(server, server)} | {fmt(m['qps'], 0)} | {fmt(m['cpu'], 2)} "
+              f"| {fmt(m['allocs'], 2)} | {fmt(m['rss'], 1)} | " + " | ".join(ratios) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

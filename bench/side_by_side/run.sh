@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# Side by side on one machine, in one run: rill's BenchmarkService server against libgrpc++'s
+# (async completion-queue server, 1.51) with nghttpd serving the same response bytes as the
+# plain HTTP/2 floor, under h2load; and rill's own client (benchmain -server=...) against the
+# libgrpc++ server and the rill server.
+#
+#   bench/side_by_side/run.sh BUILD_DIR [--quick] [--reps N] [--duration SECONDS] [--out FILE]
+#
+# BUILD_DIR is a release build with the targets benchmain, rill_bench_server,
+# peer_cpp_bench_server and alloc_counter (`cmake --build BUILD_DIR --target side_by_side_deps`).
+# Needs h2load and nghttpd (nghttp2-client, nghttp2-server), taskset, protoc and python3.
+#
+# Every server runs pinned to CPU 0 with one thread (rill: one reactor; libgrpc++: one
+# completion-queue thread; nghttpd: one worker). The load runs pinned to CPU 1 ("split") and,
+# for the single-core case, on CPU 0 next to the server ("shared"). Each measurement starts a
+# fresh server, warms it up, then measures for --duration seconds; it is repeated --reps times
+# (interleaved) and the median of each figure is reported:
+#
+#   req/s          completed RPCs per second, as the load generator counts them
+#   CPU µs/RPC     server utime+stime (/proc/<pid>/stat) over the measured window / RPCs
+#   allocs/RPC     server heap allocations over the window / RPCs: rill_bench_server counts its
+#                  own (written to a file on SIGUSR1); libgrpc++'s server runs with LD_PRELOAD=
+#                  liballoc_counter.so; nghttpd is not counted (it allocates through jemalloc)
+#   RSS MiB        server VmRSS at the end of the window
+#
+# Workloads: unary 1 B (1 connection x 100 streams, and 50 x 20), unary 8 KiB (1 x 6), unary
+# 1 MiB (1 x 4), request and response payloads of that size; streaming ping-pong 1 B (1 x 100,
+# rill's client only: h2load cannot ping-pong). h2load sends a real gRPC request (5-byte prefix
+# + a protoc-serialized SimpleRequest) to /grpc.testing.BenchmarkService/UnaryCall.
+#
+# Prints a markdown table (also written to --out, default BUILD_DIR/side_by_side.md). The
+# default run (3 repetitions of 3 s) takes about 10 minutes; --quick (1 repetition of 0.5 s)
+# about 1.5, and is only a smoke test.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+command_line="bench/side_by_side/run.sh $*"
+repo=$(cd "$here/../.." && pwd)
+
+usage() { sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
+[[ $# -ge 1 && $1 != -* ]] || usage
+build=$(cd "$1" && pwd)
+shift
+reps=3
+duration=3
+warmup=0.5
+out=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --quick) reps=1; duration=0.5; warmup=0.2 ;;
+    --reps) reps=$2; shift ;;
+    --duration) duration=$2; shift ;;
+    --out) out=$2; shift ;;
+    -h|--help) usage ;;
+    *) echo "unknown argument: $1" >&2; usage ;;
+  esac
+  shift
+done
+out=${out:-$build/side_by_side.md}
+
+benchmain=$build/bench/benchmain/benchmain
+rill_server=$build/bench/benchmain/rill_bench_server
+peer_server=$build/tests/peers/peer_cpp_bench_server
+alloc_lib=$build/bench/alloc_counter/liballoc_counter.so
+for f in "$benchmain" "$rill_server" "$peer_server" "$alloc_lib"; do
+  [[ -x $f || -f $f ]] || { echo "missing $f (build the side_by_side_deps target)" >&2; exit 1; }
+done
+for tool in h2load nghttpd nghttp taskset protoc python3; do
+  command -v "$tool" > /dev/null || { echo "missing $tool" >&2; exit 1; }
+done
+
+# CPUs: the first two this process may use.
+read -r server_cpu load_cpu < <(python3 -c \
+  'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1] if len(c) > 1 else c[0])')
+pinnings=("split:$server_cpu:$load_cpu" "shared:$server_cpu:$server_cpu")
+[[ $server_cpu != "$load_cpu" ]] || pinnings=("shared:$server_cpu:$server_cpu")
+
+work=$(mktemp -d /tmp/rill-side-by-side.XXXXXX)
+server_pid=""
+cleanup() {
+  if [[ -n $server_pid ]]; then kill "$server_pid" 2> /dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# --- request and response files ---------------------------------------------------------------
+
+# A gRPC message: the 5-byte prefix (uncompressed, big-endian length) and the serialized message
+# of type $1 with the text-format fields read from stdin.
+encode() {
+  protoc --encode="grpc.testing.$1" -I "$repo/protos" "$repo/protos/grpc/testing/messages.proto" |
+    python3 -c 'import sys, struct; m = sys.stdin.buffer.read(); sys.stdout.buffer.write(b"\0" + struct.pack(">I", len(m)) + m)'
+}
+zeros() { python3 -c "import sys; sys.stdout.write('\\\\000' * $1)"; }
+for size in 1 8192 1048576; do
+  { printf 'response_size: %d\npayload { body: "' "$size"; zeros "$size"; printf '" }\n'; } |
+    encode SimpleRequest > "$work/request-$size.bin"
+  mkdir -p "$work/htdocs-$size/grpc.testing.BenchmarkService"
+  { printf 'payload { body: "'; zeros "$size"; printf '" }\n'; } |
+    encode SimpleResponse > "$work/htdocs-$size/grpc.testing.BenchmarkService/UnaryCall"
+done
+
+# --- servers ----------------------------------------------------------------------------------
+
+# A TCP port for nghttpd, which cannot pick its own: one the kernel hands out for a bind to port
+# 0, released again (a random port could be the source port of a live connection; nghttpd then
+# fails with "Address already in use", and start_server tries another).
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_server KIND CPU SIZE: sets server_pid, server_port, alloc_file.
+start_server() {
+  local kind=$1 cpu=$2 size=$3 log="$work/server.log" attempts=5
+  alloc_file="$work/allocs.$kind"
+  while ((attempts-- > 0)); do
+    rm -f "$alloc_file" "$log"
+    case $kind in
+      rill)
+        taskset -c "$cpu" "$rill_server" --port=0 --reactors=1 --cpus="$cpu" \
+          --alloc_counter_file="$alloc_file" > "$log" 2>&1 &
+        server_pid=$! ;;
+      grpcpp)
+        LD_PRELOAD=$alloc_lib ALLOC_COUNTER_FILE=$alloc_file \
+          taskset -c "$cpu" "$peer_server" --port=0 --threads=1 > "$log" 2>&1 &
+        server_pid=$! ;;
+      nghttpd)
+        # Not counted: nghttpd allocates through jemalloc, which the glibc-forwarding counter
+        # cannot be preloaded under (frees of jemalloc blocks abort).
+        server_port=$(free_port)
+        taskset -c "$cpu" nghttpd --no-tls -n 1 -d "$work/htdocs-$size" "$server_port" \
+          > "$log" 2>&1 &
+        server_pid=$! ;;
+    esac
+    for _ in $(seq 1 100); do
+      if [[ $kind == nghttpd ]]; then
+        (exec 3<> "/dev/tcp/127.0.0.1/$server_port") 2> /dev/null && return 0
+      elif grep -q '^listening on ' "$log" 2> /dev/null; then
+        server_port=$(sed -n 's/^listening on //p' "$log")
+        return 0
+      fi
+      kill -0 "$server_pid" 2> /dev/null || break
+      sleep 0.1
+    done
+    # Only nghttpd's port can have been taken in the meantime; anything else is fatal.
+    if [[ $kind != nghttpd ]] || kill -0 "$server_pid" 2> /dev/null; then break; fi
+    wait "$server_pid" 2> /dev/null || true
+  done
+  echo "server $kind did not start:" >&2
+  cat "$log" >&2
+  exit 1
+}
+
+stop_server() {
+  kill "$server_pid" 2> /dev/null || true
+  wait "$server_pid" 2> /dev/null || true
+  server_pid=""
+}
+
+cpu_ticks() { sed 's/^.*) //' "/proc/$server_pid/stat" | awk '{ print $12 + $13 }'; }
+rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status"; }
+
+# Allocation calls of the server so far ("nan" when not counted).
+server_allocs() {
+  local kind=$1
+  if [[ $kind == nghttpd ]]; then
+    echo nan
+    return
+  fi
+  if [[ $kind == rill ]]; then
+    # rill_bench_server writes its counters on SIGUSR1 and then bumps the snapshot number.
+    local before after
+    before=$(od -An -t u8 -j 24 -N 8 "$alloc_file" 2> /dev/null | tr -d ' ' || true)
+    kill -USR1 "$server_pid"
+    for _ in $(seq 1 200); do
+      after=$(od -An -t u8 -j 24 -N 8 "$alloc_file" 2> /dev/null | tr -d ' ' || true)
+      [[ -n $after && $after != "$before" ]] && break
+      sleep 0.01
+    done
+  fi
+  od -An -t u8 -N 8 "$alloc_file" | tr -d ' '
+}
+
+# --- load -------------------------------------------------------------------------------------
+
+# run_load CLIENT CPU CONNS STREAMS SIZE WORKLOAD SECONDS: prints "<rpcs> <req/s>" (0 0 on
+# failure, with the output kept in $work/load.log).
+run_load() {
+  local client=$1 cpu=$2 conns=$3 streams=$4 size=$5 workload=$6
+  local ms
+  ms=$(awk -v s="$7" 'BEGIN { printf "%d", s * 1000 }')
+  local log="$work/load.log"
+  if [[ $client == h2load ]]; then
+    taskset -c "$cpu" h2load -t 1 -c "$conns" -m "$streams" -D "${ms}ms" \
+      -H 'content-type: application/grpc' -H 'te: trailers' -d "$work/request-$size.bin" \
+      "http://127.0.0.1:$server_port/grpc.testing.BenchmarkService/UnaryCall" > "$log" 2>&1 || true
+    # "<succeeded> <req/s>" when every response was a 2xx.
+    awk '/^finished in/ { rate = $4 }
+         /^requests:/ { done = $8 }
+         /^status codes:/ { bad = $5 + $7 + $9 }
+         END { if (rate != "" && done != "" && bad == 0) print done, rate; else print 0, 0 }' "$log"
+  else
+    taskset -c "$cpu" "$benchmain" -server="127.0.0.1:$server_port" -workloads="$workload" \
+      -benchtime="${ms}ms" -connections="$conns" -maxConcurrentCalls="$streams" \
+      -reqSizeBytes="$size" -respSizeBytes="$size" -latency=0s -kbps=0 -cpus=none \
+      > "$log" 2>&1 || true
+    awk '/^Number of requests:/ { done = $4 }
+         /^rill_extras / { for (i = 1; i <= NF; i++) if ($i ~ /^qps=/) rate = substr($i, 5) }
+         END { if (rate != "" && done != "") print done, rate; else print 0, 0 }' "$log"
+  fi
+}
+
+# One gRPC call through nghttp, checking the status in the trailers.
+check_grpc() {
+  local size=$1
+  nghttp -v -H 'content-type: application/grpc' -H 'te: trailers' -d "$work/request-$size.bin" \
+    "http://127.0.0.1:$server_port/grpc.testing.BenchmarkService/UnaryCall" 2>&1 |
+    grep -aq 'grpc-status: 0'
+}
+
+# --- measurements -----------------------------------------------------------------------------
+
+# name conns streams size workload clients(server list per client)
+cases=(
+  "unary-1B-1x100 1 100 1 unary"
+  "unary-1B-50x20 50 20 1 unary"
+  "unary-8KiB-1x6 1 6 8192 unary"
+  "unary-1MiB-1x4 1 4 1048576 unary"
+  "streaming-1B-1x100 1 100 1 streaming"
+)
+raw="$work/raw.tsv"
+printf 'case\tpinning\tclient\tserver\trep\trpcs\tqps\tcpu_us\tallocs\trss_mib\n' > "$raw"
+
+measure() {
+  local name=$1 conns=$2 streams=$3 size=$4 workload=$5 pinning=$6 scpu=$7 lcpu=$8 client=$9
+  local server=${10} rep=${11}
+  local began=$SECONDS
+  start_server "$server" "$scpu" "$size"
+  if [[ $client == h2load && $server != nghttpd ]] && ! check_grpc "$size"; then
+    echo "  $server does not answer UnaryCall with grpc-status 0" >&2
+    stop_server
+    return
+  fi
+  run_load "$client" "$lcpu" "$conns" "$streams" "$size" "$workload" "$warmup" > /dev/null
+  local t0 a0 t1 a1 result rss
+  a0=$(server_allocs "$server")
+  t0=$(cpu_ticks)
+  result=$(run_load "$client" "$lcpu" "$conns" "$streams" "$size" "$workload" "$duration")
+  t1=$(cpu_ticks)
+  rss=$(rss_kib)
+  a1=$(server_allocs "$server")
+  stop_server
+  awk -v name="$name" -v pinning="$pinning" -v client="$client" -v server="$server" \
+    -v rep="$rep" -v rpcs="${result% *}" -v qps="${result#* }" -v t0="$t0" -v t1="$t1" \
+    -v a0="$a0" -v a1="$a1" -v rss="$rss" -v hz="$(getconf CLK_TCK)" -v took=$((SECONDS - began)) \
+    -v raw="$raw" 'BEGIN {
+       cpu = rpcs > 0 ? (t1 - t0) / hz * 1e6 / rpcs : "nan"
+       allocs = rpcs > 0 && a0 != "nan" ? (a1 - a0) / rpcs : "nan"
+       printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\n", name, pinning, client, server, rep,
+              rpcs, qps, cpu == "nan" ? cpu : sprintf("%.3f", cpu),
+              allocs == "nan" ? allocs : sprintf("%.3f", allocs), rss / 1024 >> raw
+       printf "  %-20s %-6s %-6s -> %-7s rep %s: %10.0f req/s %8s us/RPC %8s allocs/RPC (%d s)\n",
+              name, pinning, client, server, rep, qps,
+              cpu == "nan" ? cpu : sprintf("%.2f", cpu),
+              allocs == "nan" ? allocs : sprintf("%.2f", allocs), took > "/dev/stderr"
+     }'
+}
+
+echo "side by side: $reps x ${duration}s per measurement, server on CPU $server_cpu," \
+  "load on CPU $load_cpu (split) and CPU $server_cpu (shared); load average $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
+for rep in $(seq 1 "$reps"); do
+  for pin in "${pinnings[@]}"; do
+    IFS=: read -r pinning scpu lcpu <<< "$pin"
+    for c in "${cases[@]}"; do
+      read -r name conns streams size workload <<< "$c"
+      if [[ $workload == unary ]]; then
+        for server in rill grpcpp nghttpd; do
+          measure "$name" "$conns" "$streams" "$size" "$workload" "$pinning" "$scpu" "$lcpu" \
+            h2load "$server" "$rep"
+        done
+      fi
+      for server in rill grpcpp; do
+        measure "$name" "$conns" "$streams" "$size" "$workload" "$pinning" "$scpu" "$lcpu" \
+          rill "$server" "$rep"
+      done
+    done
+  done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+{
+  echo "Measured $started on $(nproc) CPUs ($(uname -m)), rill $(git -C "$repo" rev-parse --short HEAD 2> /dev/null || echo '?'),"
+  echo "libgrpc++ $(pkg-config --modversion grpc++ 2> /dev/null || echo '?'), $(h2load --version | head -1)."
+  echo "Median of $reps runs of ${duration} s each; load average $load_before before, $load_after after."
+  echo "Command: \`$command_line\`"
+  echo
+  python3 "$here/report.py" "$raw"
+} > "$out"
+cp "$raw" "${out%.md}.tsv"
+cat "$out"
+echo "written to $out and ${out%.md}.tsv" >&2
