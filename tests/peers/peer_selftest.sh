@@ -28,44 +28,11 @@ if [ -z "$server" ] || [ -z "$client" ]; then
   exit 2
 fi
 
-if [ -n "$needs_node" ]; then
-  if ! command -v node >/dev/null; then
-    echo "SKIP: node is not installed"
-    exit 77
-  fi
-  if [ ! -d "$needs_node/node_modules/@grpc/grpc-js" ]; then
-    echo "SKIP: $needs_node/node_modules is missing; run 'npm ci' there (./dev.sh setup does)"
-    exit 77
-  fi
-fi
-
-# The command line that runs PROGRAM, in the array named by $2.
-command_for() {
-  local -n out=$2
-  case "$1" in
-    *.js) out=(node "$1") ;;
-    *.sh) out=(bash "$1") ;;
-    *) out=("$1") ;;
-  esac
-}
+# shellcheck source=tests/peers/pair_common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/pair_common.sh"
+if [ -n "$needs_node" ]; then skip_unless_node "$needs_node"; fi
 command_for "$server" server_cmd
 command_for "$client" client_cmd
-
-work=$(mktemp -d)
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    for _ in $(seq 50); do
-      kill -0 "$server_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
 
 "${server_cmd[@]}" --port=0 --use_tls=false >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
