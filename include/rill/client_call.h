@@ -30,6 +30,7 @@
 #include "rill/channel.h"
 #include "rill/client_context.h"
 #include "rill/completion.h"
+#include "rill/prepared_message.h"
 #include "rill/server_stream.h"
 #include "rill/service.h"
 #include "rill/status.h"
@@ -74,8 +75,8 @@ class ClientStreamCore {
  public:
   virtual ~ClientStreamCore() = default;
   // Each operation completes with false when the stream is over (call Finish() for the status).
-  virtual void StartWrite(const google::protobuf::MessageLite& message, WriteOptions options,
-                          bool last, detail::Completion<void(bool)> done) = 0;
+  virtual void StartWrite(OutgoingMessage message, WriteOptions options, bool last,
+                          detail::Completion<void(bool)> done) = 0;
   virtual void StartWritesDone(detail::Completion<void(bool)> done) = 0;
   virtual void StartRead(google::protobuf::MessageLite* message,
                          detail::Completion<void(bool)> done) = 0;
@@ -98,14 +99,14 @@ class ClientStreamOps {
       : core_(std::move(core)) {}
 
   template <typename Token = decltype(asio::use_awaitable)>
-  auto WriteMessage(const MessageLite& message, WriteOptions options, bool last,
+  auto WriteMessage(internal::OutgoingMessage message, WriteOptions options, bool last,
                     Token&& token = {}) {
     return asio::async_initiate<Token, void(bool)>(
-        [](auto handler, internal::ClientStreamCore* core, const MessageLite* m,
+        [](auto handler, internal::ClientStreamCore* core, internal::OutgoingMessage m,
            WriteOptions o, bool l) {
-          core->StartWrite(*m, o, l, Completion<void(bool)>(std::move(handler)));
+          core->StartWrite(m, o, l, Completion<void(bool)>(std::move(handler)));
         },
-        token, core_.get(), &message, options, last);
+        token, core_.get(), message, options, last);
   }
   template <typename Token = decltype(asio::use_awaitable)>
   auto ReadMessage(MessageLite* message, Token&& token = {}) {
@@ -132,7 +133,7 @@ class ClientStreamOps {
         token, core_.get());
   }
 
-  bool BlockingWriteMessage(const MessageLite& message, WriteOptions options, bool last);
+  bool BlockingWriteMessage(internal::OutgoingMessage message, WriteOptions options, bool last);
   bool BlockingReadMessage(MessageLite* message);
   bool BlockingWritesDone();
   Status BlockingFinish();
@@ -153,11 +154,20 @@ class ClientReaderWriter {
   // Awaitable forms (default token asio::use_awaitable; any Asio token works).
   template <typename Token = decltype(asio::use_awaitable)>
   auto Write(const W& message, WriteOptions options = {}, Token&& token = {}) {
-    return ops_.WriteMessage(message, options, false, std::forward<Token>(token));
+    return ops_.WriteMessage({.message = &message}, options, false, std::forward<Token>(token));
   }
   template <typename Token = decltype(asio::use_awaitable)>
   auto WriteLast(const W& message, WriteOptions options = {}, Token&& token = {}) {
-    return ops_.WriteMessage(message, options, true, std::forward<Token>(token));
+    return ops_.WriteMessage({.message = &message}, options, true, std::forward<Token>(token));
+  }
+  // A message prepared once (see PreparedMessage): sent without serializing or copying it.
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto Write(const PreparedMessage& message, WriteOptions options = {}, Token&& token = {}) {
+    return ops_.WriteMessage({.prepared = &message}, options, false, std::forward<Token>(token));
+  }
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto WriteLast(const PreparedMessage& message, WriteOptions options = {}, Token&& token = {}) {
+    return ops_.WriteMessage({.prepared = &message}, options, true, std::forward<Token>(token));
   }
   template <typename Token = decltype(asio::use_awaitable)>
   auto Read(R* message, Token&& token = {}) {
@@ -174,10 +184,16 @@ class ClientReaderWriter {
 
   // Blocking forms (not on a reactor thread).
   bool BlockingWrite(const W& message, WriteOptions options = {}) {
-    return ops_.BlockingWriteMessage(message, options, false);
+    return ops_.BlockingWriteMessage({.message = &message}, options, false);
   }
   bool BlockingWriteLast(const W& message, WriteOptions options = {}) {
-    return ops_.BlockingWriteMessage(message, options, true);
+    return ops_.BlockingWriteMessage({.message = &message}, options, true);
+  }
+  bool BlockingWrite(const PreparedMessage& message, WriteOptions options = {}) {
+    return ops_.BlockingWriteMessage({.prepared = &message}, options, false);
+  }
+  bool BlockingWriteLast(const PreparedMessage& message, WriteOptions options = {}) {
+    return ops_.BlockingWriteMessage({.prepared = &message}, options, true);
   }
   bool BlockingRead(R* message) { return ops_.BlockingReadMessage(message); }
   bool BlockingWritesDone() { return ops_.BlockingWritesDone(); }
@@ -207,7 +223,7 @@ class ClientReader {
 
   // For generated code: sends the single request and half-closes.
   void SendRequest(const google::protobuf::MessageLite& request) {
-    ops_.WriteMessage(request, WriteOptions{}, true, [](bool) {});
+    ops_.WriteMessage({.message = &request}, WriteOptions{}, true, [](bool) {});
   }
 
  private:
@@ -225,7 +241,11 @@ class ClientWriter {
 
   template <typename Token = decltype(asio::use_awaitable)>
   auto Write(const W& message, WriteOptions options = {}, Token&& token = {}) {
-    return ops_.WriteMessage(message, options, false, std::forward<Token>(token));
+    return ops_.WriteMessage({.message = &message}, options, false, std::forward<Token>(token));
+  }
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto Write(const PreparedMessage& message, WriteOptions options = {}, Token&& token = {}) {
+    return ops_.WriteMessage({.prepared = &message}, options, false, std::forward<Token>(token));
   }
   template <typename Token = decltype(asio::use_awaitable)>
   auto WritesDone(Token&& token = {}) {
@@ -234,7 +254,10 @@ class ClientWriter {
   // Half-closes if not done yet, reads the response, and completes with the status.
   [[nodiscard]] Awaitable<Status> Finish();
   bool BlockingWrite(const W& message, WriteOptions options = {}) {
-    return ops_.BlockingWriteMessage(message, options, false);
+    return ops_.BlockingWriteMessage({.message = &message}, options, false);
+  }
+  bool BlockingWrite(const PreparedMessage& message, WriteOptions options = {}) {
+    return ops_.BlockingWriteMessage({.prepared = &message}, options, false);
   }
   bool BlockingWritesDone() { return ops_.BlockingWritesDone(); }
   Status BlockingFinish();

@@ -21,6 +21,7 @@
 #include <google/protobuf/arena.h>
 
 #include "rill/awaitable.h"
+#include "rill/prepared_message.h"
 #include "rill/service.h"
 #include "rill/status.h"
 
@@ -39,6 +40,7 @@ class ServerStreamCore {
   virtual Awaitable<bool> Read(google::protobuf::MessageLite* message) = 0;
   virtual Awaitable<bool> Write(const google::protobuf::MessageLite& message,
                                 WriteOptions options) = 0;
+  virtual Awaitable<bool> Write(const PreparedMessage& message, WriteOptions options) = 0;
   // Messages a handler needs (requests, responses) live on this arena for the call's duration.
   virtual google::protobuf::Arena* arena() = 0;
 
@@ -65,6 +67,10 @@ class ServerWriter {
   [[nodiscard]] Awaitable<bool> Write(const W& message, WriteOptions options = {}) {
     return core_->Write(message, options);
   }
+  // A message prepared once (see PreparedMessage): sent without serializing or copying it.
+  [[nodiscard]] Awaitable<bool> Write(const PreparedMessage& message, WriteOptions options = {}) {
+    return core_->Write(message, options);
+  }
 
  protected:
   internal::ServerStreamCore* core_;
@@ -76,6 +82,10 @@ class ServerReaderWriter {
   explicit ServerReaderWriter(internal::ServerStreamCore* core) : core_(core) {}
   [[nodiscard]] Awaitable<bool> Read(R* message) { return core_->Read(message); }
   [[nodiscard]] Awaitable<bool> Write(const W& message, WriteOptions options = {}) {
+    return core_->Write(message, options);
+  }
+  // A message prepared once (see PreparedMessage): sent without serializing or copying it.
+  [[nodiscard]] Awaitable<bool> Write(const PreparedMessage& message, WriteOptions options = {}) {
     return core_->Write(message, options);
   }
 

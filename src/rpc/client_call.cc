@@ -132,7 +132,7 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   status_known_ = false;
   final_status_ = Status();
   remote_closed_ = false;
-  write_message_ = nullptr;
+  write_message_ = {};
   read_message_ = nullptr;
   context.initial_metadata_.Clear();
   context.trailing_metadata_.Clear();
@@ -427,10 +427,10 @@ void ClientCall::Post(Fn&& fn) {
   asio::post(channel_.io_context(), std::forward<Fn>(fn));
 }
 
-void ClientCall::StartWrite(const google::protobuf::MessageLite& message, bool last,
-                            bool no_compression, detail::Completion<void(bool)> done) {
+void ClientCall::StartWrite(OutgoingMessage message, bool last, bool no_compression,
+                            detail::Completion<void(bool)> done) {
   RILL_CHECK_MSG(!write_done_, "a second Write() while one is outstanding");
-  write_message_ = &message;
+  write_message_ = message;
   write_last_ = last;
   write_no_compression_ = no_compression;
   write_done_ = std::move(done);
@@ -440,17 +440,21 @@ void ClientCall::StartWrite(const google::protobuf::MessageLite& message, bool l
 void ClientCall::TryWrite() {
   if (!write_done_) return;
   if (completed_ || out_.finished()) {
-    write_message_ = nullptr;
+    write_message_ = {};
     Post([done = std::move(write_done_)]() mutable { done(false); });
     return;
   }
   if (out_.queued_bytes() >= kWriteQuota) return;  // OnDataFramed retries
   BufferSlice bytes;
-  Status status = EncodeMessage(*write_message_,
-                                write_no_compression_ ? nullptr : request_compressor_,
-                                channel_.options().min_compress_size,
-                                channel_.options().max_send_message_size, channel_.pool(), bytes);
-  write_message_ = nullptr;
+  Compressor* compressor = write_no_compression_ ? nullptr : request_compressor_;
+  const ChannelOptions& options = channel_.options();
+  Status status =
+      write_message_.prepared != nullptr
+          ? EncodePrepared(*write_message_.prepared, compressor, options.min_compress_size,
+                           options.max_send_message_size, channel_.pool(), bytes)
+          : EncodeMessage(*write_message_.message, compressor, options.min_compress_size,
+                          options.max_send_message_size, channel_.pool(), bytes);
+  write_message_ = {};
   if (!status.ok()) {
     Post([done = std::move(write_done_)]() mutable { done(false); });
     Cancel(std::move(status));

@@ -51,7 +51,7 @@ class ClientCall {
   bool Prepare();
 
   // Streaming operations (on the reactor). Each completion runs from a fresh handler.
-  void StartWrite(const google::protobuf::MessageLite& message, bool last, bool no_compression,
+  void StartWrite(OutgoingMessage message, bool last, bool no_compression,
                   detail::Completion<void(bool)> done);
   void StartWritesDone(detail::Completion<void(bool)> done);
   void StartRead(google::protobuf::MessageLite* message, detail::Completion<void(bool)> done);
@@ -123,7 +123,7 @@ class ClientCall {
   bool status_known_ = false;     // the final status is in final_status_
   Status final_status_;
   bool remote_closed_ = false;
-  const google::protobuf::MessageLite* write_message_ = nullptr;  // a write waiting for quota
+  OutgoingMessage write_message_;  // a write waiting for quota
   bool write_last_ = false;
   bool write_no_compression_ = false;
   Compressor* request_compressor_ = nullptr;

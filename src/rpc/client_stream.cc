@@ -43,11 +43,11 @@ class ClientStream final : public ClientStreamCore {
     gone.get_future().wait();
   }
 
-  void StartWrite(const google::protobuf::MessageLite& message, WriteOptions options,
-                  bool last, detail::Completion<void(bool)> done) override {
-    OnReactor([call = call_, m = &message, last, no_compression = options.no_compression,
+  void StartWrite(OutgoingMessage message, WriteOptions options, bool last,
+                  detail::Completion<void(bool)> done) override {
+    OnReactor([call = call_, message, last, no_compression = options.no_compression,
                done = std::move(done)]() mutable {
-      call->StartWrite(*m, last, no_compression, std::move(done));
+      call->StartWrite(message, last, no_compression, std::move(done));
     });
   }
   void StartWritesDone(detail::Completion<void(bool)> done) override {
@@ -121,8 +121,8 @@ std::unique_ptr<internal::ClientStreamCore> StartClientStream(Channel& channel,
   return channel.impl().StartStream(method, context);
 }
 
-bool ClientStreamOps::BlockingWriteMessage(const MessageLite& message, WriteOptions options,
-                                           bool last) {
+bool ClientStreamOps::BlockingWriteMessage(internal::OutgoingMessage message,
+                                           WriteOptions options, bool last) {
   internal::BlockingResult<bool> result;
   core_->StartWrite(message, options, last, Completion<void(bool)>(result.Handler()));
   return result.Wait();

@@ -5,17 +5,45 @@
 
 #include <limits>
 
+#include "rill/mem/buffer_pool.h"
 #include "rill/mem/protobuf_streams.h"
 
 namespace rill::internal {
+
+namespace {
+
+Status TooLarge(size_t size, size_t max_size) {
+  return Status(StatusCode::kResourceExhausted, "message of " + std::to_string(size) +
+                                                    " bytes exceeds the send limit of " +
+                                                    std::to_string(max_size));
+}
+
+// Appends prefix + payload for the message body `plain`: compressed with the flag set, or `plain`
+// itself when compressing does not shrink it (the flag is per message). The limit applies to the
+// bytes sent. Sets `*compressed` to which one was appended.
+Status AppendCompressed(BufferSlice plain, Compressor& compressor, size_t max_size,
+                        BufferPool& pool, BufferSlice& out, bool* compressed) {
+  BufferSlice packed;
+  Status status = compressor.Compress(plain, pool, packed);
+  if (!status.ok()) return status;
+  const bool flag = packed.size() < plain.size();
+  BufferSlice& payload = flag ? packed : plain;
+  if (payload.size() > max_size) return TooLarge(payload.size(), max_size);
+  Buffer prefix = Buffer::Allocate(kMessagePrefixSize, pool);
+  WriteMessagePrefix(prefix.mutable_data(), flag, static_cast<uint32_t>(payload.size()));
+  out.Append(std::move(prefix));
+  out.Append(std::move(payload));
+  if (compressed != nullptr) *compressed = flag;
+  return Status();
+}
+
+}  // namespace
 
 Status SerializeMessage(const google::protobuf::MessageLite& message, size_t max_size,
                         BufferPool& pool, BufferSlice& out) {
   const size_t size = message.ByteSizeLong();
   if (size > max_size || size > std::numeric_limits<uint32_t>::max()) {
-    return Status(StatusCode::kResourceExhausted,
-                  "message of " + std::to_string(size) + " bytes exceeds the send limit of " +
-                      std::to_string(max_size));
+    return TooLarge(size, max_size);
   }
   Buffer buffer = Buffer::Allocate(kMessagePrefixSize + size, pool);
   std::byte* data = buffer.mutable_data();
@@ -45,25 +73,32 @@ Status EncodeMessage(const google::protobuf::MessageLite& message, Compressor* c
   if (static_cast<size_t>(message.SerializeWithCachedSizesToArray(begin) - begin) != size) {
     return Status(StatusCode::kInternal, "message changed while being serialized");
   }
-  BufferSlice plain(std::move(body));
-  BufferSlice compressed;
-  Status status = compressor->Compress(plain, pool, compressed);
-  if (!status.ok()) return status;
-  BufferSlice* payload = &compressed;
-  bool flag = true;
-  if (compressed.size() >= plain.size()) {  // incompressible: send it as it is
-    payload = &plain;
-    flag = false;
+  return AppendCompressed(BufferSlice(std::move(body)), *compressor, max_size, pool, out,
+                          nullptr);
+}
+
+Status EncodePrepared(const PreparedMessage& prepared, Compressor* compressor,
+                      size_t min_compress_size, size_t max_size, BufferPool& pool,
+                      BufferSlice& out) {
+  const BufferSlice& framed = PreparedMessageAccess::framed(prepared);
+  const size_t size = prepared.size();
+  if (compressor != nullptr && size >= min_compress_size && size > 0) {
+    if (compressor->name() != prepared.encoding()) {
+      BufferSlice plain = framed.Ref();
+      plain.TakeFront(kMessagePrefixSize).Free();
+      return AppendCompressed(std::move(plain), *compressor, max_size, pool, out, nullptr);
+    }
+    const BufferSlice& packed = PreparedMessageAccess::compressed_framed(prepared);
+    if (!packed.empty()) {  // empty: compressing did not shrink it; send it as it is
+      if (packed.size() - kMessagePrefixSize > max_size) {
+        return TooLarge(packed.size() - kMessagePrefixSize, max_size);
+      }
+      out.Append(packed.Ref());
+      return Status();
+    }
   }
-  if (payload->size() > max_size) {
-    return Status(StatusCode::kResourceExhausted,
-                  "message of " + std::to_string(payload->size()) +
-                      " bytes exceeds the send limit of " + std::to_string(max_size));
-  }
-  Buffer prefix = Buffer::Allocate(kMessagePrefixSize, pool);
-  WriteMessagePrefix(prefix.mutable_data(), flag, static_cast<uint32_t>(payload->size()));
-  out.Append(std::move(prefix));
-  out.Append(std::move(*payload));
+  if (size > max_size) return TooLarge(size, max_size);
+  out.Append(framed.Ref());
   return Status();
 }
 
@@ -113,3 +148,40 @@ Status ParseMessage(BufferSlice&& data, google::protobuf::MessageLite& message) 
 }
 
 }  // namespace rill::internal
+
+namespace rill {
+
+size_t PreparedMessage::size() const noexcept {
+  return framed_.empty() ? 0 : framed_.size() - internal::kMessagePrefixSize;
+}
+
+StatusOr<PreparedMessage> PreparedMessage::Create(const google::protobuf::MessageLite& message,
+                                                  BufferPool* pool) {
+  PreparedMessage prepared;
+  Status status =
+      internal::SerializeMessage(message, std::numeric_limits<uint32_t>::max(),
+                                 pool != nullptr ? *pool : DefaultBufferPool(), prepared.framed_);
+  if (!status.ok()) return status;
+  return prepared;
+}
+
+StatusOr<PreparedMessage> PreparedMessage::Create(const google::protobuf::MessageLite& message,
+                                                  Compressor& compressor, BufferPool* pool) {
+  BufferPool& from = pool != nullptr ? *pool : DefaultBufferPool();
+  StatusOr<PreparedMessage> prepared = Create(message, &from);
+  if (!prepared.ok()) return prepared;
+  prepared->encoding_ = std::string(compressor.name());
+  if (prepared->size() == 0) return prepared;
+  BufferSlice plain = prepared->framed_.Ref();
+  plain.TakeFront(internal::kMessagePrefixSize).Free();
+  BufferSlice packed;
+  bool compressed = false;
+  Status status = internal::AppendCompressed(std::move(plain), compressor,
+                                             std::numeric_limits<uint32_t>::max(), from, packed,
+                                             &compressed);
+  if (!status.ok()) return status;
+  if (compressed) prepared->compressed_framed_ = std::move(packed);
+  return prepared;
+}
+
+}  // namespace rill

@@ -15,6 +15,7 @@
 
 #include "rill/compression.h"
 #include "rill/mem/buffer_slice.h"
+#include "rill/prepared_message.h"
 #include "rill/status.h"
 #include "src/rpc/compressor_set.h"
 #include "src/rpc/deframer.h"
@@ -39,6 +40,21 @@ Status SerializeMessage(const google::protobuf::MessageLite& message, size_t max
 Status EncodeMessage(const google::protobuf::MessageLite& message, Compressor* compressor,
                      size_t min_compress_size, size_t max_size, BufferPool& pool,
                      BufferSlice& out);
+
+// What a stream needs of a PreparedMessage.
+struct PreparedMessageAccess {
+  static const BufferSlice& framed(const PreparedMessage& m) noexcept { return m.framed_; }
+  static const BufferSlice& compressed_framed(const PreparedMessage& m) noexcept {
+    return m.compressed_framed_;
+  }
+};
+
+// EncodeMessage for a prepared message: appends references to its bytes (the prepared compressed
+// form when `compressor` uses its encoding), or compresses its serialized bytes with a
+// `compressor` of another encoding. Same limits, flags and errors as EncodeMessage.
+Status EncodePrepared(const PreparedMessage& prepared, Compressor* compressor,
+                      size_t min_compress_size, size_t max_size, BufferPool& pool,
+                      BufferSlice& out);
 
 // Parses a received message: decompresses it first when its flag says so (through `encoding`,
 // the call's grpc-encoding, looked up in `compressors`), bounded by `max_size`. Frees every

@@ -563,19 +563,21 @@ Awaitable<bool> ServerCall::Read(google::protobuf::MessageLite* message) {
   }
 }
 
-Awaitable<bool> ServerCall::Write(const google::protobuf::MessageLite& message,
-                                  WriteOptions options) {
+Awaitable<bool> ServerCall::WriteOutgoing(OutgoingMessage message, WriteOptions options) {
   while (phase_ != Phase::kFinished && out_.queued_bytes() >= kWriteQuota) {
     co_await write_waiter_.Wait();
   }
   if (phase_ == Phase::kFinished) co_return false;
   BufferSlice bytes;
   const ServerOptions& server_options = transport_->server().options();
-  Compressor* compressor = ResponseCompressor();
-  Status status = EncodeMessage(message, options.no_compression ? nullptr : compressor,
-                                server_options.min_compress_size,
-                                server_options.max_send_message_size, transport_->server().pool(),
-                                bytes);
+  Compressor* compressor = options.no_compression ? nullptr : ResponseCompressor();
+  BufferPool& pool = transport_->server().pool();
+  Status status =
+      message.prepared != nullptr
+          ? EncodePrepared(*message.prepared, compressor, server_options.min_compress_size,
+                           server_options.max_send_message_size, pool, bytes)
+          : EncodeMessage(*message.message, compressor, server_options.min_compress_size,
+                          server_options.max_send_message_size, pool, bytes);
   if (!status.ok()) {
     Fail(200, std::move(status));
     co_return false;

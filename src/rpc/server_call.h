@@ -65,13 +65,20 @@ class ServerCall final : public ServerStreamCore {
   // ServerStreamCore (streaming calls).
   Awaitable<bool> Read(google::protobuf::MessageLite* message) override;
   Awaitable<bool> Write(const google::protobuf::MessageLite& message,
-                        WriteOptions options) override;
+                        WriteOptions options) override {
+    return WriteOutgoing({.message = &message}, options);
+  }
+  Awaitable<bool> Write(const PreparedMessage& message, WriteOptions options) override {
+    return WriteOutgoing({.prepared = &message}, options);
+  }
   google::protobuf::Arena* arena() override { return &arena_; }
 
   // For ServerContext.
   void SendInitialMetadata();
 
  private:
+  Awaitable<bool> WriteOutgoing(OutgoingMessage message, WriteOptions options);
+
   enum class Phase : uint8_t {
     kHeaders,   // receiving request headers
     kReceiving, // headers accepted; receiving the request message(s)

@@ -18,6 +18,8 @@
 #include <system_error>
 #include <thread>
 
+#include "rill/compression.h"
+#include "rill/detail/check.h"
 #include "rill/server_context.h"
 
 namespace rill::test {
@@ -32,6 +34,7 @@ detail::BlockHeader* PeakPool::AllocateBlock(size_t size) {
   ++blocks_out_;
   bytes_out_ += block->capacity;
   peak_bytes_out_ = std::max(peak_bytes_out_, bytes_out_);
+  largest_block_ = std::max(largest_block_, size);
   return block;
 }
 
@@ -56,6 +59,7 @@ BufferPoolStats PeakPool::Stats() const {
 void PeakPool::ResetPeak() {
   std::lock_guard lock(mu_);
   peak_bytes_out_ = bytes_out_;
+  largest_block_ = 0;
 }
 
 size_t PeakPool::peak_bytes_out() const {
@@ -66,6 +70,11 @@ size_t PeakPool::peak_bytes_out() const {
 size_t PeakPool::bytes_out() const {
   std::lock_guard lock(mu_);
   return bytes_out_;
+}
+
+size_t PeakPool::largest_block() const {
+  std::lock_guard lock(mu_);
+  return largest_block_;
 }
 
 size_t PeakPool::blocks_out() const {
@@ -136,6 +145,22 @@ uint64_t MetadataNumber(const ServerContext& context, std::string_view key) {
 
 }  // namespace
 
+namespace {
+
+// Chunk 0 prepared once, when the request asks for that.
+std::optional<PreparedMessage> PrepareChunk(const st::SourceRequest& request) {
+  if (!request.prepared()) return std::nullopt;
+  st::Chunk chunk;
+  MakeChunk(0, request.size(), chunk);
+  StatusOr<PreparedMessage> made = request.prepared_encoding() == "gzip"
+                                       ? PreparedMessage::Create(chunk, *GzipCompressor())
+                                       : PreparedMessage::Create(chunk);
+  RILL_CHECK_MSG(made.ok(), "preparing a chunk failed");
+  return std::move(*made);
+}
+
+}  // namespace
+
 Awaitable<Status> StreamerService::Source(ServerContext& context, const st::SourceRequest& request,
                                           ServerWriter<st::Chunk>& writer) {
   started.fetch_add(1);
@@ -144,6 +169,7 @@ Awaitable<Status> StreamerService::Source(ServerContext& context, const st::Sour
   outcome.peer = std::string(context.peer());
   Status result;
   st::Chunk chunk;
+  std::optional<PreparedMessage> prepared = PrepareChunk(request);
   try {
     for (uint64_t i = 0; request.count() == 0 || i < request.count(); ++i) {
       if (request.fail_after() != 0 && i == request.fail_after()) {
@@ -158,9 +184,14 @@ Awaitable<Status> StreamerService::Source(ServerContext& context, const st::Sour
                         "source failed on purpose after " + std::to_string(i) + " chunks");
         break;
       }
-      MakeChunk(i, request.size(), chunk);
+      if (!prepared) MakeChunk(i, request.size(), chunk);
       in_write.fetch_add(1);
-      const bool ok = co_await writer.Write(chunk);
+      bool ok;
+      if (prepared) {
+        ok = co_await writer.Write(*prepared);
+      } else {
+        ok = co_await writer.Write(chunk);
+      }
       in_write.fetch_sub(1);
       if (!ok) {
         outcome.end = HandlerEnd::kWriteFalse;

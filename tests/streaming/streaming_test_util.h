@@ -76,6 +76,8 @@ class PeakPool final : public BufferPool {
   [[nodiscard]] size_t peak_bytes_out() const;
   [[nodiscard]] size_t bytes_out() const;
   [[nodiscard]] size_t blocks_out() const;
+  // The largest block requested since the last ResetPeak().
+  [[nodiscard]] size_t largest_block() const;
 
  private:
   BufferPool& inner_;
@@ -83,6 +85,7 @@ class PeakPool final : public BufferPool {
   size_t blocks_out_ = 0;
   size_t bytes_out_ = 0;
   size_t peak_bytes_out_ = 0;
+  size_t largest_block_ = 0;
 };
 
 // The data of chunk `seq`: `size` bytes of a pattern that depends on `seq`, so a reordered,
