@@ -11,6 +11,9 @@
 //   learn the response size, then discards every further request while it sends responses
 //   without waiting, each after a random pause below `unconstrained-streaming-delay` (a Go
 //   duration) when that header is given, until the call ends.
+// - With the request metadata `preload-msg-size: N` StreamingCall (ping-pong and unconstrained)
+//   serializes and compresses its response of N bytes once, into a PreparedMessage that every
+//   write references, whatever size the requests ask for.
 //
 // Thread safety: thread-safe (stateless); every call runs on its connection's reactor.
 #ifndef RILL_BENCH_BENCHMAIN_BENCHMARK_SERVICE_H_
@@ -23,6 +26,8 @@ namespace rill::bench {
 // The metadata keys grpc-go's benchmain sends on unconstrained streams.
 inline constexpr char kUnconstrainedStreamingHeader[] = "unconstrained-streaming";
 inline constexpr char kUnconstrainedStreamingDelayHeader[] = "unconstrained-streaming-delay";
+// grpc-go's -preloader: the response size the server prepares once for a whole stream.
+inline constexpr char kPreloadMsgSizeHeader[] = "preload-msg-size";
 
 class BenchmarkServiceImpl final : public grpc::testing::BenchmarkService::Service {
  public:

@@ -35,6 +35,11 @@ void ApplyCompression(rill::ClientContext& context, std::string_view compression
   if (!compression.empty()) context.set_compression(compression);
 }
 
+// The preloader's request metadata: the server prepares its response of this size once.
+void AskForPreload(rill::ClientContext& context, const WorkloadParams& params) {
+  context.AddMetadata(kPreloadMsgSizeHeader, std::to_string(params.resp_size));
+}
+
 // Workers spawned for one phase of a workload, the first failure among them, and the latch the
 // calling thread waits on until every one has finished.
 class TaskGroup {
@@ -178,11 +183,25 @@ struct StreamSlot {
   asio::io_context* reactor = nullptr;
 };
 
-rill::Awaitable<void> PingPongWarmup(Stream* stream, WorkloadParams params, TaskGroup* group) {
-  const SimpleRequest request = MakeRequest(params.req_size, params.resp_size);
+// The request every send of a stream worker writes: the message, or the run's prepared copy.
+struct StreamRequest {
+  StreamRequest(const WorkloadParams& params, const rill::PreparedMessage* p)
+      : message(MakeRequest(params.req_size, params.resp_size)), prepared(p) {}
+  SimpleRequest message;
+  const rill::PreparedMessage* prepared;
+};
+
+rill::Awaitable<bool> Send(Stream* stream, const StreamRequest& request) {
+  if (request.prepared != nullptr) return stream->Write(*request.prepared);
+  return stream->Write(request.message);
+}
+
+rill::Awaitable<void> PingPongWarmup(Stream* stream, WorkloadParams params,
+                                     const rill::PreparedMessage* prepared, TaskGroup* group) {
+  const StreamRequest request(params, prepared);
   MessageArena arena;
   for (int i = 0; i < kWarmupCallCount; ++i) {
-    if (!co_await stream->Write(request) || !co_await stream->Read(arena.Fresh<SimpleResponse>())) {
+    if (!co_await Send(stream, request) || !co_await stream->Read(arena.Fresh<SimpleResponse>())) {
       group->Fail(rill::Status(rill::StatusCode::kUnavailable, "warmup ping-pong: stream ended"));
       co_return;
     }
@@ -190,16 +209,17 @@ rill::Awaitable<void> PingPongWarmup(Stream* stream, WorkloadParams params, Task
 }
 
 rill::Awaitable<void> PingPongWorker(Stream* stream, WorkloadParams params,
+                                     const rill::PreparedMessage* prepared,
                                      LatencyRecorder* recorder, Clock::time_point end,
                                      OpCounter* ops, TaskGroup* group) {
-  const SimpleRequest request = MakeRequest(params.req_size, params.resp_size);
+  const StreamRequest request(params, prepared);
   MessageArena arena;
   Pauser pauser(co_await asio::this_coro::executor, params.sleep_between_rpcs);
   while (!group->failed()) {
     if (pauser.enabled()) co_await pauser.Pause();
     const Clock::time_point start = Clock::now();
     if (start > end) break;
-    if (!co_await stream->Write(request) || !co_await stream->Read(arena.Fresh<SimpleResponse>())) {
+    if (!co_await Send(stream, request) || !co_await stream->Read(arena.Fresh<SimpleResponse>())) {
       group->Fail(rill::Status(rill::StatusCode::kUnavailable, "ping-pong: stream ended"));
       break;
     }
@@ -222,13 +242,14 @@ rill::Awaitable<void> ClosePingPong(Stream* stream, TaskGroup* group) {
 // --- unconstrained -------------------------------------------------------------------------
 
 rill::Awaitable<void> UnconstrainedSender(Stream* stream, WorkloadParams params,
+                                          const rill::PreparedMessage* prepared,
                                           Clock::time_point end, OpCounter* ops, TaskGroup* group) {
-  const SimpleRequest request = MakeRequest(params.req_size, params.resp_size);
+  const StreamRequest request(params, prepared);
   Pauser pauser(co_await asio::this_coro::executor, params.sleep_between_rpcs);
   while (true) {
     if (pauser.enabled()) co_await pauser.Pause();
     if (Clock::now() > end) break;
-    if (!co_await stream->Write(request)) {
+    if (!co_await Send(stream, request)) {
       if (Clock::now() <= end) {
         group->Fail(
             rill::Status(rill::StatusCode::kUnavailable, "unconstrained send: stream ended"));
@@ -280,11 +301,28 @@ SimpleRequest MakeRequest(std::int64_t req_size, std::int64_t resp_size) {
 
 BenchmarkClient::BenchmarkClient() = default;
 
+rill::StatusOr<rill::PreparedMessage> BenchmarkClient::PrepareRequest(
+    const WorkloadParams& params) const {
+  const SimpleRequest request = MakeRequest(params.req_size, params.resp_size);
+  if (params.compression.empty()) return rill::PreparedMessage::Create(request);
+  if (extra_compressor_ && extra_compressor_->name() == params.compression) {
+    return rill::PreparedMessage::Create(request, *extra_compressor_);
+  }
+  for (const std::shared_ptr<rill::Compressor>& compressor : rill::DefaultCompressors()) {
+    if (compressor->name() == params.compression) {
+      return rill::PreparedMessage::Create(request, *compressor);
+    }
+  }
+  return rill::Status(rill::StatusCode::kInvalidArgument,
+                      "no compressor named " + params.compression);
+}
+
 BenchmarkClient::~BenchmarkClient() = default;
 
 rill::StatusOr<std::unique_ptr<BenchmarkClient>> BenchmarkClient::Connect(
     const ClientOptions& options) {
   std::unique_ptr<BenchmarkClient> client(new BenchmarkClient());
+  client->extra_compressor_ = options.extra_compressor;
   for (int i = 0; i < options.connections; ++i) {
     rill::ChannelOptions channel_options;
     channel_options.reactors = options.reactors;
@@ -340,11 +378,19 @@ rill::Status BenchmarkClient::RunUnary(const WorkloadParams& params,
 rill::Status BenchmarkClient::RunStreaming(const WorkloadParams& params,
                                            const std::vector<LatencyRecorder*>& recorders,
                                            const RunHooks& hooks) {
+  std::optional<rill::PreparedMessage> prepared;
+  if (params.preloader) {
+    rill::StatusOr<rill::PreparedMessage> made = PrepareRequest(params);
+    if (!made.ok()) return made.status();
+    prepared.emplace(std::move(*made));
+  }
+  const rill::PreparedMessage* preload = prepared ? &*prepared : nullptr;
   std::vector<StreamSlot> slots(workers(params));
   std::size_t w = 0;
   for (auto& conn : connections_) {
     for (std::int64_t pos = 0; pos < params.max_concurrent_calls; ++pos, ++w) {
       ApplyCompression(slots[w].context, params.compression);
+      if (preload != nullptr) AskForPreload(slots[w].context, params);
       slots[w].stream = conn->stub.StreamingCall(slots[w].context);
       slots[w].reactor = conn->reactor;
     }
@@ -354,7 +400,7 @@ rill::Status BenchmarkClient::RunStreaming(const WorkloadParams& params,
     for (std::size_t cn = 0; cn < connections_.size() && status.ok(); ++cn) {
       StreamSlot& slot = slots[cn * static_cast<std::size_t>(params.max_concurrent_calls)];
       TaskGroup warmup(1);
-      warmup.Spawn(*slot.reactor, PingPongWarmup(slot.stream.get(), params, &warmup));
+      warmup.Spawn(*slot.reactor, PingPongWarmup(slot.stream.get(), params, preload, &warmup));
       status = warmup.Wait(nullptr);
     }
   }
@@ -365,8 +411,8 @@ rill::Status BenchmarkClient::RunStreaming(const WorkloadParams& params,
     const Clock::time_point end =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(params.bench_time);
     for (std::size_t i = 0; i < slots.size(); ++i) {
-      group.Spawn(*slots[i].reactor, PingPongWorker(slots[i].stream.get(), params, recorders[i],
-                                                    end, &ops[i], &group));
+      group.Spawn(*slots[i].reactor, PingPongWorker(slots[i].stream.get(), params, preload,
+                                                    recorders[i], end, &ops[i], &group));
     }
     status = group.Wait(hooks.tick);
     RunCounts counts;
@@ -386,6 +432,13 @@ rill::Status BenchmarkClient::RunStreaming(const WorkloadParams& params,
 
 rill::Status BenchmarkClient::RunUnconstrained(const WorkloadParams& params,
                                                const RunHooks& hooks) {
+  std::optional<rill::PreparedMessage> prepared;
+  if (params.preloader) {
+    rill::StatusOr<rill::PreparedMessage> made = PrepareRequest(params);
+    if (!made.ok()) return made.status();
+    prepared.emplace(std::move(*made));
+  }
+  const rill::PreparedMessage* preload = prepared ? &*prepared : nullptr;
   std::vector<StreamSlot> slots(workers(params));
   const std::string delay = GoDurationString(params.sleep_between_rpcs);
   std::size_t w = 0;
@@ -394,6 +447,7 @@ rill::Status BenchmarkClient::RunUnconstrained(const WorkloadParams& params,
       slots[w].context.AddMetadata(kUnconstrainedStreamingHeader, "1");
       slots[w].context.AddMetadata(kUnconstrainedStreamingDelayHeader, delay);
       ApplyCompression(slots[w].context, params.compression);
+      if (preload != nullptr) AskForPreload(slots[w].context, params);
       slots[w].stream = conn->stub.StreamingCall(slots[w].context);
       slots[w].reactor = conn->reactor;
     }
@@ -407,7 +461,8 @@ rill::Status BenchmarkClient::RunUnconstrained(const WorkloadParams& params,
       warm + std::chrono::duration_cast<Clock::duration>(params.bench_time);
   for (std::size_t i = 0; i < slots.size(); ++i) {
     group.Spawn(*slots[i].reactor,
-                UnconstrainedSender(slots[i].stream.get(), params, end, &sent[i], &group));
+                UnconstrainedSender(slots[i].stream.get(), params, preload, end, &sent[i],
+                                    &group));
     group.Spawn(*slots[i].reactor,
                 UnconstrainedReceiver(slots[i].stream.get(), end, &received[i], &group));
   }

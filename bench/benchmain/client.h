@@ -31,6 +31,7 @@
 #include "grpc/testing/benchmark_service.rill.h"
 #include "rill/channel.h"
 #include "rill/compression.h"
+#include "rill/prepared_message.h"
 #include "rill/reactor_pool.h"
 #include "rill/status_or.h"
 
@@ -63,6 +64,10 @@ struct WorkloadParams {
   std::chrono::nanoseconds sleep_between_rpcs{0};
   // A grpc-encoding name for the requests, or empty for none.
   std::string compression;
+  // grpc-go's -preloader (streaming and unconstrained): the request is serialized (and
+  // compressed) once into a PreparedMessage that every send references, and the streams ask the
+  // server, with `preload-msg-size`, to prepare its response once too.
+  bool preloader = false;
 };
 
 // Operations counted in a measured window.
@@ -118,7 +123,11 @@ class BenchmarkClient {
   struct Connection;
   BenchmarkClient();
 
+  // The request of a preloader run, prepared for `params.compression`.
+  rill::StatusOr<rill::PreparedMessage> PrepareRequest(const WorkloadParams& params) const;
+
   std::vector<std::unique_ptr<Connection>> connections_;
+  std::shared_ptr<rill::Compressor> extra_compressor_;
 };
 
 // grpc-go's request: response_type COMPRESSABLE, response_size, and a COMPRESSABLE payload of

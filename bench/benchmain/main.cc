@@ -291,10 +291,8 @@ rill::StatusOr<Config> Parse(const Flags& flags) {
   if (v.enable_channelz != std::vector<bool>{false}) {
     config.notes.push_back("-channelz: rill has no channelz yet; accepted, no effect");
   }
-  if (v.enable_preloader != std::vector<bool>{false}) {
-    config.notes.push_back(
-        "-preloader: rill serializes each message once per send already (no PreparedMsg); "
-        "accepted, no effect");
+  if (v.enable_preloader != std::vector<bool>{false} && config.unary) {
+    config.notes.push_back("-preloader: applies to the streaming workloads; unary ignores it");
   }
   if (v.shared_write_buffer != std::vector<bool>{true}) {
     config.notes.push_back(
@@ -527,6 +525,7 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
       .bench_time = f.bench_time,
       .sleep_between_rpcs = f.sleep_between_rpcs,
       .compression = f.mode_compressor == "off" ? "" : f.mode_compressor,
+      .preloader = f.enable_preloader,
   };
 
   const bool unconstrained = mode == "unconstrained";
@@ -628,7 +627,8 @@ int Main(int argc, char** argv) {
                "grpc-go's in-memory pipe; rill uses a Unix-domain socket instead");
   app.add_flag("--enable_keepalive", flags.enable_keepalive,
                "Keepalive on both sides (10 s time, 1 s timeout, permitted without calls)");
-  app.add_option("--preloader", flags.preloader, "off, on or both; accepted, no effect in rill")
+  app.add_option("--preloader", flags.preloader,
+                 "off, on or both: streaming sends a PreparedMessage serialized once")
       ->capture_default_str();
   app.add_option("--trace", flags.trace, "off, on or both; accepted, no effect in rill")
       ->capture_default_str();
