@@ -72,6 +72,10 @@ struct ChannelOptions {
 
   // Bytes read from the socket at a time (one pooled block per read).
   size_t read_block_size = 32 * 1024;
+  // Bytes gathered into one write syscall at most (the write batch); 0: every HTTP/2 frame is
+  // written on its own. Default 256 KiB. Frames are never split, so the frame that crosses the
+  // limit still goes whole into that write.
+  size_t write_buffer_size = 256 * 1024;
 
   // HTTP/2 flow control windows we advertise; 0 leaves the 64 KiB protocol default.
   uint32_t initial_stream_window = 0;

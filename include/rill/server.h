@@ -58,6 +58,10 @@ struct ServerOptions {
   std::chrono::milliseconds shutdown_grace{5000};
   // Bytes read from a socket at a time (one pooled block per read).
   size_t read_block_size = 32 * 1024;
+  // Bytes gathered into one write syscall at most (the write batch); 0: every HTTP/2 frame is
+  // written on its own. Default 256 KiB. Frames are never split, so the frame that crosses the
+  // limit still goes whole into that write.
+  size_t write_buffer_size = 256 * 1024;
   // Response messages smaller than this are sent uncompressed even when the call compresses.
   size_t min_compress_size = 0;
 

@@ -192,9 +192,12 @@ struct Http2Session::Callbacks {
     return 0;
   }
 
+  // The batch limit is checked before a frame goes in, never after: an empty batch is never
+  // full, so every frame fits whole into some batch, whatever the limit (0 included).
   static ssize_t Send(nghttp2_session* /*session*/, const uint8_t* data, size_t length,
                       int /*flags*/, void* user_data) {
     Http2Session* self = Self(user_data);
+    // nghttp2 keeps the frame and offers it again on the next FillBatch.
     if (self->batch_->full()) return NGHTTP2_ERR_WOULDBLOCK;
     self->batch_->AppendCopy(std::as_bytes(std::span(data, length)));
     return static_cast<ssize_t>(length);
@@ -202,7 +205,11 @@ struct Http2Session::Callbacks {
 
   static ssize_t ReadData(nghttp2_session* session, int32_t stream_id, uint8_t* /*buf*/,
                           size_t length, uint32_t* data_flags, nghttp2_data_source* source,
-                          void* /*user_data*/) {
+                          void* user_data) {
+    // A full batch takes no DATA frame. The decision is made here, not in SendData: PAUSE leaves
+    // the frame queued and unread, whereas a SendData put off to a later turn would have to take
+    // the length promised now from a queue that may have been reset meanwhile.
+    if (Self(user_data)->batch_->full()) return NGHTTP2_ERR_PAUSE;
     auto* out = static_cast<OutboundStream*>(source->ptr);
     const size_t available = out->reader_.Remaining();
     if (available == 0 && !out->finish_) {
@@ -235,6 +242,7 @@ struct Http2Session::Callbacks {
     }
     const int32_t id = frame->hd.stream_id;
     self->handler_->OnDataFramed(id, StreamData(self, id), length);
+    // ReadData saw room, so the whole frame went in; stop here if that filled the batch.
     return self->batch_->full() ? NGHTTP2_ERR_PAUSE : 0;
   }
 };

@@ -138,7 +138,8 @@ class Http2Session {
   // FillBatch() still produces (typically a GOAWAY), then close.
   Status Receive(Buffer block);
 
-  // Moves frames ready to send into `batch` until nothing is left or the batch is full.
+  // Moves frames ready to send into `batch` until nothing is left or the batch is full. Frames
+  // go in whole: one that starts below the batch's byte limit may end past it.
   Status FillBatch(OutputBatch& batch);
 
   // True while the session still wants to read / has frames to write. When neither holds, the

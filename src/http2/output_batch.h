@@ -5,10 +5,17 @@
 // copied into a pooled staging block so that a typical small RPC leaves as one contiguous iovec.
 // An idle connection's batch holds no memory: the staging block is released once drained.
 //
+//   OutputBatch batch(pool, /*byte_limit=*/64 * 1024);
 //   batch.AppendCopy(frame_header);
 //   batch.AppendPayload(std::move(view));
-//   ssize_t n = ::sendmsg(fd, batch.msghdr()...);
+//   std::span<iovec> iov = batch.iovecs();
+//   ssize_t n = ::writev(fd, iov.data(), static_cast<int>(iov.size()));
 //   batch.Consume(n);
+//
+// The byte limit bounds one write: once the batch holds that many bytes it reports full() and
+// the session stops adding frames. Frames are never split, so a batch is closed by the frame
+// that reaches the limit and may exceed it by up to one frame; a limit of 0 makes every frame a
+// batch (and a write) of its own. An empty batch is never full, so a frame always fits.
 //
 // Thread safety: reactor-confined.
 #ifndef RILL_SRC_HTTP2_OUTPUT_BATCH_H_
@@ -29,11 +36,13 @@ class OutputBatch {
   // Payload pieces smaller than this are copied into the staging block instead of held as views.
   static constexpr size_t kCopyBelow = kSmallBufferMax;
   static constexpr size_t kStagingSize = 16 * 1024;
-  // The batch reports full() past this many bytes or iovecs, so one write stays bounded.
-  static constexpr size_t kSoftByteLimit = 256 * 1024;
+  // The default byte limit (see the file comment).
+  static constexpr size_t kDefaultByteLimit = 256 * 1024;
+  // The batch also reports full() at this many iovecs, so one write stays well under IOV_MAX.
   static constexpr size_t kMaxIovecs = 512;
 
-  explicit OutputBatch(BufferPool& pool) : pool_(&pool) {}
+  explicit OutputBatch(BufferPool& pool, size_t byte_limit = kDefaultByteLimit)
+      : pool_(&pool), byte_limit_(byte_limit) {}
   OutputBatch(const OutputBatch&) = delete;
   OutputBatch& operator=(const OutputBatch&) = delete;
 
@@ -44,8 +53,10 @@ class OutputBatch {
 
   [[nodiscard]] size_t bytes() const noexcept { return bytes_; }
   [[nodiscard]] bool empty() const noexcept { return bytes_ == 0; }
+  [[nodiscard]] size_t byte_limit() const noexcept { return byte_limit_; }
+  // True when no further frame should be added. Never true for an empty batch.
   [[nodiscard]] bool full() const noexcept {
-    return bytes_ >= kSoftByteLimit || iov_.size() - first_ >= kMaxIovecs;
+    return bytes_ > 0 && (bytes_ >= byte_limit_ || iov_.size() - first_ >= kMaxIovecs);
   }
   // The unwritten bytes, in order.
   [[nodiscard]] std::span<iovec> iovecs() noexcept {
@@ -60,6 +71,7 @@ class OutputBatch {
   void PushPiece(iovec iov, Buffer keep);
 
   BufferPool* pool_;
+  size_t byte_limit_;
   Buffer staging_;          // the block small pieces are copied into; shared with `keep_` views
   size_t staging_used_ = 0;
   std::vector<iovec> iov_;  // iov_[i] is kept alive by keep_[i] (which may be shorter)

@@ -11,6 +11,7 @@ Http2Connection::Options ConnectionOptions(const ChannelOptions& o,
   Http2Connection::Options options;
   options.http2.server = false;
   options.read_block_size = o.read_block_size;
+  options.write_buffer_size = o.write_buffer_size;
   if (keepalive_time.count() > 0) {
     options.keepalive_time = std::max(keepalive_time, std::chrono::milliseconds(10000));
     options.keepalive_timeout = o.keepalive_timeout;

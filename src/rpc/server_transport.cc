@@ -20,6 +20,7 @@ Http2Connection::Options ConnectionOptions(const ServerOptions& o) {
   }
   options.http2.max_header_list_size = o.max_header_list_size;
   options.read_block_size = o.read_block_size;
+  options.write_buffer_size = o.write_buffer_size;
   options.handshake_timeout = o.handshake_timeout;
   options.keepalive_time = std::max(o.keepalive_time, std::chrono::milliseconds(1000));
   options.keepalive_timeout = o.keepalive_timeout;

@@ -33,7 +33,7 @@ Http2Connection::Http2Connection(Socket socket, const Options& options, Http2Han
       socket_(std::move(socket)),
       fd_(socket_.native_handle()),
       session_(options.http2, handler, pool),
-      batch_(pool),
+      batch_(pool, options.write_buffer_size),
       pool_(&pool),
       owner_(owner),
       handshake_timer_(io_context_),

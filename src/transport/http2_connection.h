@@ -42,6 +42,9 @@ class Http2Connection {
   struct Options {
     Http2Options http2;
     size_t read_block_size = 32 * 1024;
+    // Bytes gathered into one write syscall at most (the output batch's byte limit); a frame is
+    // never split, so the frame that reaches the limit ends the batch. 0: one frame per write.
+    size_t write_buffer_size = OutputBatch::kDefaultByteLimit;
     // Closes a connection whose peer has not completed the HTTP/2 preface by then (0: never).
     std::chrono::milliseconds handshake_timeout{0};
     // Grow the receive windows to the bandwidth-delay product (off when windows are static).

@@ -129,13 +129,18 @@ class SessionPair {
   RecordingHandler& client_handler() { return client_handler_; }
   RecordingHandler& server_handler() { return server_handler_; }
 
-  // Moves one batch from `from` to `to` as one read block; returns the bytes moved.
+  // The byte limit of the batches TransferOnce fills (OutputBatch's default unless set).
+  void set_batch_limit(size_t limit) { batch_limit_ = limit; }
+
+  // Moves one batch from `from` to `to` as one read block; returns the bytes moved. `wire`, if
+  // given, receives a copy of them.
   size_t TransferOnce(Http2Session& from, RecordingHandler& to_handler, Http2Session& to,
-                      size_t* iovecs = nullptr) {
-    OutputBatch batch(pool_);
+                      size_t* iovecs = nullptr, std::string* wire = nullptr) {
+    OutputBatch batch(pool_, batch_limit_);
     EXPECT_TRUE(from.FillBatch(batch).ok());
     const size_t n = batch.bytes();
     if (iovecs != nullptr) *iovecs = batch.iovecs().size();
+    if (wire != nullptr) wire->clear();
     if (n == 0) return 0;
     Buffer block = Buffer::Allocate(std::max<size_t>(n, 32 * 1024), pool_);
     size_t at = 0;
@@ -145,6 +150,7 @@ class SessionPair {
     }
     batch.Consume(n);
     block.Truncate(n);
+    if (wire != nullptr) wire->assign(block.AsStringView());
     to_handler.set_current_block(block.data(), block.size());
     EXPECT_TRUE(to.Receive(std::move(block)).ok());
     to_handler.set_current_block(nullptr, 0);
@@ -168,6 +174,7 @@ class SessionPair {
   }
 
   BufferPool& pool_;
+  size_t batch_limit_ = OutputBatch::kDefaultByteLimit;
   RecordingHandler client_handler_;
   RecordingHandler server_handler_;
   Http2Session client_;
@@ -457,6 +464,149 @@ TEST(Http2SessionTest, OpenStreamsAreCounted) {
   pair.Pump();  // half-closed from the client
   EXPECT_EQ(pair.server().open_streams(), 3u);
   for (auto& r : requests) r.out.Reset();
+}
+
+// The frames of a batch's bytes, in order, as {type, size with header}; a test failure when
+// the bytes do not end on a frame boundary.
+struct WireFrame {
+  uint8_t type;
+  size_t size;
+};
+constexpr uint8_t kFrameData = 0x0;
+constexpr uint8_t kFrameHeaders = 0x1;
+
+std::vector<WireFrame> FramesOf(std::string_view wire) {
+  std::vector<WireFrame> frames;
+  while (wire.size() >= 9) {
+    const auto* p = reinterpret_cast<const uint8_t*>(wire.data());
+    const size_t length = (size_t{p[0]} << 16) | (size_t{p[1]} << 8) | p[2];
+    if (wire.size() < 9 + length) break;
+    frames.push_back({p[3], 9 + length});
+    wire.remove_prefix(9 + length);
+  }
+  EXPECT_TRUE(wire.empty()) << "a batch ended inside a frame";
+  return frames;
+}
+
+// Moves batches from `from` to `to` until `from` has nothing left; checks that each batch closed
+// at the first frame that reached `limit` and returns the type of every HEADERS and DATA frame
+// moved (the others, WINDOW_UPDATE say, depend on flow control policy).
+std::vector<uint8_t> TransferAll(SessionPair& pair, Http2Session& from,
+                                 RecordingHandler& to_handler, Http2Session& to, size_t limit) {
+  std::vector<uint8_t> types;
+  std::string wire;
+  for (int batch = 0; batch < 1000; ++batch) {
+    if (pair.TransferOnce(from, to_handler, to, nullptr, &wire) == 0) return types;
+    const std::vector<WireFrame> frames = FramesOf(wire);
+    size_t before_last = 0;
+    for (size_t i = 0; i + 1 < frames.size(); ++i) before_last += frames[i].size;
+    EXPECT_LT(before_last, std::max<size_t>(limit, 1))
+        << "batch " << batch << " of " << frames.size() << " frames went on past its limit";
+    for (const WireFrame& frame : frames) {
+      if (frame.type == kFrameHeaders || frame.type == kFrameData) types.push_back(frame.type);
+    }
+  }
+  ADD_FAILURE() << "the session never ran out of frames";
+  return types;
+}
+
+class BatchLimitTest : public ::testing::TestWithParam<size_t> {};
+
+// A 40000-byte request (three DATA frames at the 16 KiB frame size) and a 20000-byte response
+// with trailers, through batches of the limit under test.
+TEST_P(BatchLimitTest, EveryFrameArrivesWholeAndInOrder) {
+  const size_t limit = GetParam();
+  StreamRecord request;
+  StreamRecord response;
+  {
+    SessionPair pair;
+    pair.set_batch_limit(limit);
+    pair.Pump();  // preface and SETTINGS
+    request.out.Push(Bytes(40000, 'q'));
+    request.out.Finish();
+    const int32_t id = pair.Request(&request.out);
+    ASSERT_GT(id, 0);
+    const std::vector<uint8_t> request_frames =
+        TransferAll(pair, pair.client(), pair.server_handler(), pair.server(), limit);
+    EXPECT_THAT(request_frames, ElementsAre(kFrameHeaders, kFrameData, kFrameData, kFrameData));
+
+    HeaderBlock headers;
+    headers.Add(":status", "200");
+    headers.Add("content-type", "application/grpc");
+    response.out.Push(Bytes(20000, 'r'));
+    response.out.trailers().Add("grpc-status", "0");
+    response.out.Finish();
+    pair.server().SubmitResponse(id, headers, &response.out);
+    const std::vector<uint8_t> response_frames =
+        TransferAll(pair, pair.server(), pair.client_handler(), pair.client(), limit);
+    EXPECT_THAT(response_frames, ElementsAre(kFrameHeaders, kFrameData, kFrameData, kFrameHeaders));
+    pair.Pump();
+
+    StreamRecord& at_server = pair.server_handler().stream(id);
+    EXPECT_EQ(at_server.data_string(), std::string(40000, 'q'));
+    EXPECT_THAT(at_server.events, ElementsAre("headers", "data", "data", "data", "end", "close:0"));
+    StreamRecord& at_client = pair.client_handler().stream(id);
+    EXPECT_EQ(at_client.data_string(), std::string(20000, 'r'));
+    EXPECT_THAT(at_client.events,
+                ElementsAre("headers", "data", "data", "trailers+end", "close:0"));
+    at_server.data.clear();
+    at_client.data.clear();
+  }
+  request.out.Reset();
+  response.out.Reset();
+}
+
+INSTANTIATE_TEST_SUITE_P(Limits, BatchLimitTest,
+                         ::testing::Values(size_t{0}, size_t{1}, size_t{100}, size_t{20000},
+                                           OutputBatch::kDefaultByteLimit),
+                         [](const ::testing::TestParamInfo<size_t>& param) {
+                           return "Limit" + std::to_string(param.param);
+                         });
+
+TEST(Http2SessionTest, TheDefaultBatchTakesEveryReadyFrame) {
+  StreamRecord request;
+  SessionPair pair;
+  pair.Pump();
+  request.out.Push(Bytes(40000, 'q'));
+  request.out.Finish();
+  const int32_t id = pair.Request(&request.out);
+  std::string wire;
+  pair.TransferOnce(pair.client(), pair.server_handler(), pair.server(), nullptr, &wire);
+  EXPECT_EQ(FramesOf(wire).size(), 4u) << "HEADERS and three DATA frames in one batch";
+  EXPECT_EQ(pair.server_handler().stream(id).data_string(), std::string(40000, 'q'));
+  pair.server_handler().stream(id).data.clear();
+  pair.Pump();
+  request.out.Reset();
+}
+
+// A DATA frame held back by a full batch has not been read from its stream yet, so the stream's
+// queue may still be dropped (a server ending a call early) and trailers sent instead.
+TEST(Http2SessionTest, DataHeldBackByAFullBatchCanStillBeDropped) {
+  StreamRecord request;
+  StreamRecord response;
+  SessionPair pair;
+  pair.set_batch_limit(0);
+  request.out.Finish();
+  const int32_t id = pair.Request(&request.out);
+  pair.Pump();
+  HeaderBlock headers;
+  headers.Add(":status", "200");
+  response.out.Push(Bytes(3000, 'd'));
+  pair.server().SubmitResponse(id, headers, &response.out);
+  // The response HEADERS fill the batch; the DATA frame waits.
+  pair.TransferOnce(pair.server(), pair.client_handler(), pair.client());
+  EXPECT_THAT(pair.client_handler().stream(id).events, ElementsAre("headers"));
+
+  response.out.Reset();
+  HeaderBlock trailers;
+  trailers.Add("grpc-status", "13");
+  pair.server().SubmitTrailers(id, trailers);
+  pair.Pump();
+  StreamRecord& s = pair.client_handler().stream(id);
+  EXPECT_THAT(s.events, ElementsAre("headers", "trailers+end", "close:0"));
+  EXPECT_THAT(s.trailers, ElementsAre(std::pair<std::string, std::string>("grpc-status", "13")));
+  EXPECT_EQ(s.data_bytes(), 0u);
+  request.out.Reset();
 }
 
 }  // namespace

@@ -33,8 +33,8 @@ constexpr size_t kStagingBlock = 16 * kKiB;
 // Chunks of this size serialize (with the 5-byte prefix) into one 16 KiB pool block.
 constexpr size_t kChunkSize = 16000;
 constexpr size_t kChunkBlock = 16 * kKiB;
-// The server connection's output batch reports full past 256 KiB (OutputBatch::kSoftByteLimit);
-// it may take one more DATA frame (16 KiB) before it stops.
+// The server connection's output batch reports full past 256 KiB (the default
+// ServerOptions::write_buffer_size); it may take one more DATA frame (16 KiB) before it stops.
 constexpr size_t kBatchLimit = 256 * kKiB + 16 * kKiB;
 
 struct SlowReaderRun {
