@@ -328,6 +328,9 @@ rill::StatusOr<std::unique_ptr<BenchmarkClient>> BenchmarkClient::Connect(
     channel_options.reactors = options.reactors;
     channel_options.buffer_pool = options.buffer_pool;
     if (options.read_block_size > 0) channel_options.read_block_size = options.read_block_size;
+    if (options.write_buffer_size >= 0) {
+      channel_options.write_buffer_size = static_cast<std::size_t>(options.write_buffer_size);
+    }
     if (options.extra_compressor) channel_options.compressors.push_back(options.extra_compressor);
     if (options.keepalive) {
       channel_options.keepalive_time = std::chrono::seconds(10);

@@ -48,6 +48,9 @@ struct ClientOptions {
   BufferPool* buffer_pool = nullptr;
   // Bytes read from the socket at a time; 0 leaves rill's default.
   std::size_t read_block_size = 0;
+  // Bytes gathered into one write syscall at most; 0: one HTTP/2 frame per write; negative
+  // leaves rill's default (grpc-go's -clientWriteBufferSize).
+  std::int64_t write_buffer_size = -1;
   // grpc-go's -enable_keepalive client side: PING after 10 s idle, 1 s timeout, also without
   // calls.
   bool keepalive = false;

@@ -296,16 +296,9 @@ rill::StatusOr<Config> Parse(const Flags& flags) {
   }
   if (v.shared_write_buffer != std::vector<bool>{true}) {
     config.notes.push_back(
-        "-sharedWriteBuffer: rill's connection writer has no per-connection write buffer to "
-        "share (it writes iovecs of pooled buffers); accepted, no effect");
-  }
-  for (const auto* sizes : {&v.client_write_buffer_size, &v.server_write_buffer_size}) {
-    if (*sizes != std::vector<std::int64_t>{-1}) {
-      config.notes.push_back(
-          "-clientWriteBufferSize/-serverWriteBufferSize: rill writes without a copy buffer; "
-          "accepted and recorded, no effect");
-      break;
-    }
+        "-sharedWriteBuffer: rill's write batch always works like grpc-go's shared write buffer "
+        "(its staging block comes from the pool when a connection writes and goes back once "
+        "written); off runs the same, as in grpc-go since 1.81");
   }
   if (!flags.mem_profile.empty() || !flags.cpu_profile.empty()) {
     config.notes.push_back(
@@ -482,6 +475,9 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
     if (f.server_read_buffer_size > 0) {
       options.read_block_size = static_cast<std::size_t>(f.server_read_buffer_size);
     }
+    if (f.server_write_buffer_size >= 0) {
+      options.write_buffer_size = static_cast<std::size_t>(f.server_write_buffer_size);
+    }
     if (f.enable_keepalive) {
       options.keepalive_time = std::chrono::seconds(10);
       options.keepalive_timeout = std::chrono::seconds(1);
@@ -512,6 +508,7 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
       .buffer_pool = pool,
       .read_block_size =
           f.client_read_buffer_size > 0 ? static_cast<std::size_t>(f.client_read_buffer_size) : 0,
+      .write_buffer_size = f.client_write_buffer_size,
       .keepalive = f.enable_keepalive,
       .extra_compressor = f.mode_compressor == "nop" ? std::make_shared<NopCompressor>() : nullptr,
   };
@@ -641,19 +638,21 @@ int Main(int argc, char** argv) {
                  "nil (HeapBufferPool: no pooling), simple (the default TieredBufferPool) or all")
       ->capture_default_str();
   app.add_option("--sharedWriteBuffer", flags.shared_write_buffer,
-                 "off, on or both; accepted, no effect in rill")
+                 "off, on or both; rill's write batch always works like the shared buffer")
       ->capture_default_str();
   app.add_option("--clientReadBufferSize", flags.client_read_buffer_size,
                  "Client bytes per socket read (ChannelOptions::read_block_size); < 0: default")
       ->capture_default_str();
   app.add_option("--clientWriteBufferSize", flags.client_write_buffer_size,
-                 "Accepted and recorded; rill has no write buffer")
+                 "Client bytes per write syscall at most (ChannelOptions::write_buffer_size); "
+                 "0: one HTTP/2 frame per write; < 0: default")
       ->capture_default_str();
   app.add_option("--serverReadBufferSize", flags.server_read_buffer_size,
                  "Server bytes per socket read (ServerOptions::read_block_size); < 0: default")
       ->capture_default_str();
   app.add_option("--serverWriteBufferSize", flags.server_write_buffer_size,
-                 "Accepted and recorded; rill has no write buffer")
+                 "Server bytes per write syscall at most (ServerOptions::write_buffer_size); "
+                 "0: one HTTP/2 frame per write; < 0: default")
       ->capture_default_str();
   app.add_option("--resultFile", flags.result_file,
                  "Write every run's results here (JSON with grpc-go's field names; read it "
