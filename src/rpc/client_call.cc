@@ -422,9 +422,16 @@ void ClientCall::Complete(Status status) {
   MaybeRelease();
 }
 
-template <typename Fn>
-void ClientCall::Post(Fn&& fn) {
-  asio::post(channel_.io_context(), std::forward<Fn>(fn));
+template <typename Slot, typename Fn>
+void ClientCall::Post(Slot& slot, Fn fn) {
+  ++queued_completions_;
+  asio::post(channel_.io_context(), slot.Bind([this, fn = std::move(fn)]() mutable {
+    // Asio freed the slot before running this, so the call may be released here (a stream's
+    // call is deleted from a later handler); `fn` touches only what it holds.
+    --queued_completions_;
+    MaybeRelease();
+    fn();
+  }));
 }
 
 void ClientCall::StartWrite(OutgoingMessage message, bool last, bool no_compression,
@@ -441,7 +448,7 @@ void ClientCall::TryWrite() {
   if (!write_done_) return;
   if (completed_ || out_.finished()) {
     write_message_ = {};
-    Post([done = std::move(write_done_)]() mutable { done(false); });
+    Post(write_slot_, [done = std::move(write_done_)]() mutable { done(false); });
     return;
   }
   if (out_.queued_bytes() >= kWriteQuota) return;  // OnDataFramed retries
@@ -456,7 +463,7 @@ void ClientCall::TryWrite() {
                           options.max_send_message_size, channel_.pool(), bytes);
   write_message_ = {};
   if (!status.ok()) {
-    Post([done = std::move(write_done_)]() mutable { done(false); });
+    Post(write_slot_, [done = std::move(write_done_)]() mutable { done(false); });
     Cancel(std::move(status));
     return;
   }
@@ -466,7 +473,7 @@ void ClientCall::TryWrite() {
     transport_->session().Resume(stream_id_, &out_);
     transport_->connection().ScheduleFlush();
   }
-  Post([done = std::move(write_done_)]() mutable { done(true); });
+  Post(write_slot_, [done = std::move(write_done_)]() mutable { done(true); });
 }
 
 void ClientCall::StartWritesDone(detail::Completion<void(bool)> done) {
@@ -478,7 +485,7 @@ void ClientCall::StartWritesDone(detail::Completion<void(bool)> done) {
       transport_->connection().ScheduleFlush();
     }
   }
-  Post([done = std::move(done), ok]() mutable { done(ok); });
+  Post(write_slot_, [done = std::move(done), ok]() mutable { done(ok); });
 }
 
 void ClientCall::StartRead(google::protobuf::MessageLite* message,
@@ -504,7 +511,7 @@ void ClientCall::TryRead() {
       // Cancel completes the call, and completion retries TryRead: hand this read its answer
       // first, so that the completion is taken (and posted) exactly once.
       read_message_ = nullptr;
-      Post([done = std::move(read_done_)]() mutable { done(false); });
+      Post(read_slot_, [done = std::move(read_done_)]() mutable { done(false); });
       Cancel(std::move(status));
       return;
     }
@@ -514,7 +521,7 @@ void ClientCall::TryRead() {
     return;  // OnData or completion retries
   }
   read_message_ = nullptr;
-  Post([done = std::move(read_done_), ok]() mutable { done(ok); });
+  Post(read_slot_, [done = std::move(read_done_), ok]() mutable { done(ok); });
 }
 
 void ClientCall::StartFinish(detail::Completion<void(Status)> done) {
@@ -524,7 +531,7 @@ void ClientCall::StartFinish(detail::Completion<void(Status)> done) {
 
 void ClientCall::TryFinish() {
   if (!finish_done_ || !status_known_) return;
-  Post([done = std::move(finish_done_), status = final_status_]() mutable {
+  Post(finish_slot_, [done = std::move(finish_done_), status = final_status_]() mutable {
     done(std::move(status));
   });
 }
@@ -544,7 +551,10 @@ void ClientCall::OnUserGone() {
 }
 
 void ClientCall::MaybeRelease() {
-  if (released_ || !completed_ || stream_open_ || deadline_armed_ || user_holds_) return;
+  if (released_ || !completed_ || stream_open_ || deadline_armed_ || user_holds_ ||
+      queued_completions_ > 0) {
+    return;
+  }
   released_ = true;
   out_.Reset();
   inbound_.Clear();

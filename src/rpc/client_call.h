@@ -23,6 +23,7 @@
 #include "rill/client_context.h"
 #include "src/http2/header_block.h"
 #include "src/http2/http2_session.h"
+#include "src/rpc/handler_slot.h"
 #include "src/rpc/inbound_queue.h"
 
 namespace rill::internal {
@@ -50,7 +51,9 @@ class ClientCall {
   // already completed (rejected by an interceptor, deadline passed, request too large).
   bool Prepare();
 
-  // Streaming operations (on the reactor). Each completion runs from a fresh handler.
+  // Streaming operations (on the reactor). Each completion runs from a fresh handler, queued
+  // without a heap allocation (one slot per kind: at most one write or WritesDone, one read and
+  // one finish are outstanding).
   void StartWrite(OutgoingMessage message, bool last, bool no_compression,
                   detail::Completion<void(bool)> done);
   void StartWritesDone(detail::Completion<void(bool)> done);
@@ -85,8 +88,10 @@ class ClientCall {
   void TryWrite();
   void TryRead();
   void TryFinish();
-  template <typename Fn>
-  void Post(Fn&& fn);
+  // Queues `fn` to run from a fresh handler whose operation lives in `slot`. The call is not
+  // released while a completion is queued.
+  template <typename Slot, typename Fn>
+  void Post(Slot& slot, Fn fn);
   void Cancel(Status status);
   void ArmDeadline();
   void MaybeRelease();
@@ -132,6 +137,13 @@ class ClientCall {
   google::protobuf::MessageLite* read_message_ = nullptr;  // a read waiting for a message
   detail::Completion<void(bool)> read_done_;
   detail::Completion<void(Status)> finish_done_;
+  // Where the queued completions live: Asio's operation header, the completion, its argument
+  // and this call's pointer.
+  using CompletionSlot = HandlerSlot<208>;
+  CompletionSlot write_slot_;  // Write() and WritesDone()
+  CompletionSlot read_slot_;
+  CompletionSlot finish_slot_;
+  int queued_completions_ = 0;  // posted, not yet run
 
   size_t interceptors_started_ = 0;
   asio::steady_timer deadline_timer_;

@@ -6,13 +6,11 @@
 // Wake() resumes the coroutine from a fresh handler (never inside the caller's stack), so event
 // code can wake coroutines without being re-entered by them.
 //
-// A wake costs no heap allocation. Asio allocates a posted handler's operation through the
-// handler's associated allocator; its default per-thread recycling keeps only two freed
-// blocks, and a reactor serving many streams queues many wakes per turn, so a streaming call
-// woken once per message would reach operator new about once per message. Instead the wake
-// handler carries an allocator that hands out a slot inside the Waiter. At most one wake is
-// queued at a time (Wake() calls before it runs fold into it), so one slot suffices; Asio frees
-// it before the handler runs, so the resumed coroutine can park and be woken again at once.
+// A wake costs no heap allocation: a reactor serving many streams queues many wakes per turn,
+// more than Asio's per-thread recycling keeps, so the wake operation lives in a HandlerSlot
+// inside the Waiter. At most one wake is queued at a time (Wake() calls before it runs fold into
+// it), so one slot suffices; Asio frees it before the handler runs, so the resumed coroutine can
+// park and be woken again at once.
 //
 // Lifetime: a queued wake refers to its Waiter, so the Waiter must outlive it. A wake is queued
 // only while a coroutine is parked here; an owner that lives at least as long as the coroutines
@@ -28,18 +26,18 @@
 #include <asio/io_context.hpp>
 #include <asio/post.hpp>
 #include <asio/use_awaitable.hpp>
-#include <cstddef>
 #include <utility>
 
 #include "rill/completion.h"
 #include "rill/detail/check.h"
+#include "src/rpc/handler_slot.h"
 
 namespace rill::internal {
 
 class Waiter {
  public:
   explicit Waiter(asio::io_context& io) : io_(&io) {}
-  ~Waiter() { RILL_DCHECK_MSG(!wake_queued_, "Waiter destroyed with a wake queued"); }
+  ~Waiter() { RILL_DCHECK_MSG(!slot_.in_use(), "Waiter destroyed with a wake queued"); }
   Waiter(const Waiter&) = delete;
   Waiter& operator=(const Waiter&) = delete;
 
@@ -57,63 +55,26 @@ class Waiter {
   // Queues the resumption of the parked coroutine, if any, and returns. Does nothing when no
   // coroutine is parked or its wake is already queued.
   void Wake() {
-    if (!pending_ || wake_queued_) return;
-    asio::post(*io_, WakeHandler(this));
+    if (!pending_ || slot_.in_use()) return;
+    asio::post(*io_, slot_.Bind(WakeHandler(this)));
   }
 
   // A coroutine is parked and no wake is queued for it.
   [[nodiscard]] bool waiting() const noexcept {
-    return static_cast<bool>(pending_) && !wake_queued_;
+    return static_cast<bool>(pending_) && !slot_.in_use();
   }
 
  private:
-  static constexpr size_t kSlotSize = 64;
-
-  // Hands out the Waiter's slot for the one queued wake operation.
-  template <typename T>
-  class SlotAllocator {
-   public:
-    using value_type = T;
-
-    explicit SlotAllocator(Waiter* waiter) noexcept : waiter_(waiter) {}
-    template <typename U>
-    SlotAllocator(const SlotAllocator<U>& other) noexcept  // NOLINT(google-explicit-constructor)
-        : waiter_(other.waiter_) {}
-
-    T* allocate(size_t n) {
-      static_assert(sizeof(T) <= kSlotSize && alignof(T) <= alignof(std::max_align_t),
-                    "the wake operation outgrew Waiter's slot");
-      RILL_CHECK_MSG(n == 1 && !waiter_->wake_queued_, "Waiter's slot is taken");
-      waiter_->wake_queued_ = true;
-      return static_cast<T*>(static_cast<void*>(waiter_->slot_));
-    }
-    void deallocate(T* /*p*/, size_t /*n*/) noexcept { waiter_->wake_queued_ = false; }
-
-    friend bool operator==(const SlotAllocator& a, const SlotAllocator& b) noexcept {
-      return a.waiter_ == b.waiter_;
-    }
-
-   private:
-    template <typename U>
-    friend class SlotAllocator;
-
-    Waiter* waiter_;
-  };
-
   // The posted handler. Move-only: exactly one copy is live, and if the reactor destroys it
   // without running it, it destroys the parked coroutine, which nothing else would resume.
   class WakeHandler {
    public:
-    using allocator_type = SlotAllocator<void>;
-
     explicit WakeHandler(Waiter* waiter) noexcept : waiter_(waiter) {}
     WakeHandler(WakeHandler&& other) noexcept : waiter_(std::exchange(other.waiter_, nullptr)) {}
     WakeHandler& operator=(WakeHandler&&) = delete;
     ~WakeHandler() {
       if (waiter_ != nullptr) waiter_->pending_ = detail::Completion<void()>();
     }
-
-    [[nodiscard]] allocator_type get_allocator() const noexcept { return allocator_type(waiter_); }
 
     void operator()() {
       // The coroutine may finish and take the Waiter's owner with it: nothing touches the
@@ -128,8 +89,9 @@ class Waiter {
 
   asio::io_context* io_;
   detail::Completion<void()> pending_;
-  bool wake_queued_ = false;  // the slot holds a queued wake operation
-  alignas(std::max_align_t) std::byte slot_[kSlotSize];
+  // Room for the wake operation (Asio's operation header and a bound WakeHandler); in use while
+  // a wake is queued.
+  HandlerSlot<64> slot_;
 };
 
 }  // namespace rill::internal

@@ -2,9 +2,12 @@
 // or Write(); the handler fails while the client waits in Read(); the client's deadline passes
 // mid-stream; the client drops its stream object. The other side must learn of it: the handler's
 // Read()/Write() returns false and ServerContext::IsCancelled() is true; the client's Read()
-// returns false and Finish() gives the status.
+// returns false and Finish() gives the status. And a client that drops its stream object while
+// completions are queued still gets each of them, once.
 #include <gtest/gtest.h>
 
+#include <asio/post.hpp>
+#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
@@ -192,6 +195,53 @@ TEST(Cancellation, DroppingTheClientStreamCancelsTheHandler) {
   EXPECT_EQ(outcome.end, HandlerEnd::kReadFalse);
   EXPECT_TRUE(outcome.cancelled);
   env.Stop();
+}
+
+// The client drops its stream object on the reactor right after starting a Read() and a
+// Finish() on a call that has ended, so that both completions are still queued: each runs once,
+// from a handler of its own, and the call's object outlives them (the channel, which waits for
+// its calls' objects to go, still shuts down).
+TEST(Cancellation, DroppingTheClientStreamWithCompletionsQueued) {
+  StreamingEnv env;
+  ASSERT_TRUE(env.ok());
+  ClientContext ctx;
+  st::SourceRequest request;
+  request.set_count(1);
+  request.set_size(100);
+  auto reader = env.stub().Source(ctx, request);
+  st::Chunk chunk;
+  ASSERT_TRUE(reader->BlockingRead(&chunk));
+  ASSERT_FALSE(reader->BlockingRead(&chunk));
+  ASSERT_TRUE(reader->BlockingFinish().ok());
+  struct Seen {
+    std::atomic<bool> dropped{false};  // the handler that dropped the stream has returned
+    std::atomic<bool> ran_in_caller{false};
+    std::atomic<int> reads{0};
+    std::atomic<bool> read_ok{true};
+    std::atomic<int> finishes{0};
+    std::atomic<bool> finish_ok{false};
+  } seen;
+  asio::post(env.client_io(), [&] {
+    reader->Read(&chunk, [&seen](bool ok) {
+      if (!seen.dropped) seen.ran_in_caller = true;
+      seen.read_ok = ok;
+      ++seen.reads;
+    });
+    reader->Finish([&seen](Status status) {
+      if (!seen.dropped) seen.ran_in_caller = true;
+      seen.finish_ok = status.ok();
+      ++seen.finishes;
+    });
+    reader.reset();
+    seen.dropped = true;
+  });
+  ASSERT_TRUE(StreamerService::WaitUntil([&] { return seen.reads > 0 && seen.finishes > 0; }));
+  env.Stop();
+  EXPECT_EQ(seen.reads, 1);
+  EXPECT_FALSE(seen.read_ok);
+  EXPECT_EQ(seen.finishes, 1);
+  EXPECT_TRUE(seen.finish_ok);
+  EXPECT_FALSE(seen.ran_in_caller);
 }
 
 // The handler ends the call (ABORTED after echoing one chunk) while the client has not

@@ -353,8 +353,8 @@ bool WaitParked(const std::atomic<int>& counter, const std::atomic<uint64_t>& pr
 // StreamingEnv
 
 StreamingEnv::StreamingEnv(Config config)
-    : server_pool_(DefaultBufferPool()),
-      client_pool_(DefaultBufferPool()),
+    : server_pool_(config.pool != nullptr ? *config.pool : DefaultBufferPool()),
+      client_pool_(config.pool != nullptr ? *config.pool : DefaultBufferPool()),
       client_reactors_(ReactorPool::Options{.threads = 1, .cpus = {}}) {
   ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", &port_)

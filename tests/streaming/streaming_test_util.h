@@ -150,13 +150,16 @@ class StreamerService final : public st::Streamer::Service {
 };
 
 // One server and one channel to it over loopback TCP, each with a PeakPool of its own over the
-// default (leak-checking) pool, the channel on a reactor the test can run coroutines on.
+// default (leak-checking) pool (or the config's), the channel on a reactor the test can run
+// coroutines on.
 class StreamingEnv {
  public:
   struct Config {
     ServerOptions server;
     // `reactors` and `buffer_pool` are set by the environment.
     ChannelOptions channel;
+    // Under both PeakPools; null: the default (leak-checking) pool.
+    BufferPool* pool = nullptr;
   };
 
   StreamingEnv() : StreamingEnv(Config{}) {}
