@@ -12,7 +12,6 @@
 #include "bench/benchmain/go_flags.h"
 #include "bench/benchmain/message_arena.h"
 #include "bench/benchmain/nop_compressor.h"
-#include "rill/channel.h"
 #include "rill/prepared_message.h"
 
 namespace rill::bench {
@@ -43,15 +42,8 @@ rill::StatusOr<std::optional<rill::PreparedMessage>> PreloadedResponse(
   }
   SimpleResponse response;
   FillPayload(response, size);
-  const std::string_view encoding = context.compression();
-  std::shared_ptr<rill::Compressor> compressor;
-  if (encoding == "nop") {
-    compressor = std::make_shared<NopCompressor>();
-  } else if (!encoding.empty() && encoding != "identity") {
-    for (std::shared_ptr<rill::Compressor>& candidate : rill::DefaultCompressors()) {
-      if (candidate->name() == encoding) compressor = std::move(candidate);
-    }
-  }
+  // Unknown or no encoding: the plain form (each send then compresses it if needed).
+  std::shared_ptr<rill::Compressor> compressor = BenchCompressor(context.compression());
   rill::StatusOr<rill::PreparedMessage> prepared =
       compressor ? rill::PreparedMessage::Create(response, *compressor)
                  : rill::PreparedMessage::Create(response);

@@ -16,6 +16,7 @@
 
 #include "bench/benchmain/benchmark_service.h"
 #include "bench/benchmain/message_arena.h"
+#include "bench/benchmain/nop_compressor.h"
 #include "bench/stats/go_format.h"
 
 namespace rill::bench {
@@ -301,20 +302,23 @@ SimpleRequest MakeRequest(std::int64_t req_size, std::int64_t resp_size) {
 
 BenchmarkClient::BenchmarkClient() = default;
 
-rill::StatusOr<rill::PreparedMessage> BenchmarkClient::PrepareRequest(
+rill::StatusOr<std::optional<rill::PreparedMessage>> BenchmarkClient::PrepareRequest(
     const WorkloadParams& params) const {
+  if (!params.preloader) return std::optional<rill::PreparedMessage>();
   const SimpleRequest request = MakeRequest(params.req_size, params.resp_size);
-  if (params.compression.empty()) return rill::PreparedMessage::Create(request);
-  if (extra_compressor_ && extra_compressor_->name() == params.compression) {
-    return rill::PreparedMessage::Create(request, *extra_compressor_);
-  }
-  for (const std::shared_ptr<rill::Compressor>& compressor : rill::DefaultCompressors()) {
-    if (compressor->name() == params.compression) {
-      return rill::PreparedMessage::Create(request, *compressor);
+  std::shared_ptr<rill::Compressor> compressor;
+  if (!params.compression.empty()) {
+    compressor = BenchCompressor(params.compression);
+    if (!compressor) {
+      return rill::Status(rill::StatusCode::kInvalidArgument,
+                          "no compressor named " + params.compression);
     }
   }
-  return rill::Status(rill::StatusCode::kInvalidArgument,
-                      "no compressor named " + params.compression);
+  rill::StatusOr<rill::PreparedMessage> prepared =
+      compressor ? rill::PreparedMessage::Create(request, *compressor)
+                 : rill::PreparedMessage::Create(request);
+  if (!prepared.ok()) return prepared.status();
+  return std::optional<rill::PreparedMessage>(std::move(*prepared));
 }
 
 BenchmarkClient::~BenchmarkClient() = default;
@@ -322,7 +326,6 @@ BenchmarkClient::~BenchmarkClient() = default;
 rill::StatusOr<std::unique_ptr<BenchmarkClient>> BenchmarkClient::Connect(
     const ClientOptions& options) {
   std::unique_ptr<BenchmarkClient> client(new BenchmarkClient());
-  client->extra_compressor_ = options.extra_compressor;
   for (int i = 0; i < options.connections; ++i) {
     rill::ChannelOptions channel_options;
     channel_options.reactors = options.reactors;
@@ -381,13 +384,9 @@ rill::Status BenchmarkClient::RunUnary(const WorkloadParams& params,
 rill::Status BenchmarkClient::RunStreaming(const WorkloadParams& params,
                                            const std::vector<LatencyRecorder*>& recorders,
                                            const RunHooks& hooks) {
-  std::optional<rill::PreparedMessage> prepared;
-  if (params.preloader) {
-    rill::StatusOr<rill::PreparedMessage> made = PrepareRequest(params);
-    if (!made.ok()) return made.status();
-    prepared.emplace(std::move(*made));
-  }
-  const rill::PreparedMessage* preload = prepared ? &*prepared : nullptr;
+  rill::StatusOr<std::optional<rill::PreparedMessage>> prepared = PrepareRequest(params);
+  if (!prepared.ok()) return prepared.status();
+  const rill::PreparedMessage* preload = *prepared ? &**prepared : nullptr;
   std::vector<StreamSlot> slots(workers(params));
   std::size_t w = 0;
   for (auto& conn : connections_) {
@@ -435,13 +434,9 @@ rill::Status BenchmarkClient::RunStreaming(const WorkloadParams& params,
 
 rill::Status BenchmarkClient::RunUnconstrained(const WorkloadParams& params,
                                                const RunHooks& hooks) {
-  std::optional<rill::PreparedMessage> prepared;
-  if (params.preloader) {
-    rill::StatusOr<rill::PreparedMessage> made = PrepareRequest(params);
-    if (!made.ok()) return made.status();
-    prepared.emplace(std::move(*made));
-  }
-  const rill::PreparedMessage* preload = prepared ? &*prepared : nullptr;
+  rill::StatusOr<std::optional<rill::PreparedMessage>> prepared = PrepareRequest(params);
+  if (!prepared.ok()) return prepared.status();
+  const rill::PreparedMessage* preload = *prepared ? &**prepared : nullptr;
   std::vector<StreamSlot> slots(workers(params));
   const std::string delay = GoDurationString(params.sleep_between_rpcs);
   std::size_t w = 0;

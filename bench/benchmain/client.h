@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -126,11 +127,12 @@ class BenchmarkClient {
   struct Connection;
   BenchmarkClient();
 
-  // The request of a preloader run, prepared for `params.compression`.
-  rill::StatusOr<rill::PreparedMessage> PrepareRequest(const WorkloadParams& params) const;
+  // The request of a preloader run, prepared for `params.compression`; empty without the
+  // preloader.
+  rill::StatusOr<std::optional<rill::PreparedMessage>> PrepareRequest(
+      const WorkloadParams& params) const;
 
   std::vector<std::unique_ptr<Connection>> connections_;
-  std::shared_ptr<rill::Compressor> extra_compressor_;
 };
 
 // grpc-go's request: response_type COMPRESSABLE, response_size, and a COMPRESSABLE payload of

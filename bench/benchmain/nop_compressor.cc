@@ -3,6 +3,7 @@
 #include <span>
 #include <string>
 
+#include "rill/channel.h"
 #include "rill/mem/buffer.h"
 
 namespace rill::bench {
@@ -31,6 +32,14 @@ rill::Status NopCompressor::Decompress(const BufferSlice& input, BufferPool& poo
   }
   AppendCopy(input, pool, out);
   return rill::Status();
+}
+
+std::shared_ptr<rill::Compressor> BenchCompressor(std::string_view name) {
+  if (name == "nop") return std::make_shared<NopCompressor>();
+  for (std::shared_ptr<rill::Compressor>& compressor : rill::DefaultCompressors()) {
+    if (compressor->name() == name) return std::move(compressor);
+  }
+  return nullptr;
 }
 
 }  // namespace rill::bench

@@ -14,6 +14,9 @@
 #ifndef RILL_BENCH_BENCHMAIN_NOP_COMPRESSOR_H_
 #define RILL_BENCH_BENCHMAIN_NOP_COMPRESSOR_H_
 
+#include <memory>
+#include <string_view>
+
 #include "rill/compression.h"
 
 namespace rill::bench {
@@ -25,6 +28,9 @@ class NopCompressor final : public rill::Compressor {
   rill::Status Decompress(const BufferSlice& input, BufferPool& pool, size_t limit,
                           BufferSlice& out) override;
 };
+
+// The compressor benchmain uses for encoding `name` (a built-in, or "nop"); null when none.
+std::shared_ptr<rill::Compressor> BenchCompressor(std::string_view name);
 
 }  // namespace rill::bench
 
