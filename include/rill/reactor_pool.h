@@ -23,6 +23,12 @@ class io_context;
 
 namespace rill {
 
+class ReactorPool;
+
+namespace internal {
+void ReleaseReactorPool(std::unique_ptr<ReactorPool> pool);
+}  // namespace internal
+
 class ReactorPool {
  public:
   struct Options {
@@ -49,6 +55,7 @@ class ReactorPool {
   [[nodiscard]] static asio::io_context* Current() noexcept;
 
  private:
+  friend void internal::ReleaseReactorPool(std::unique_ptr<ReactorPool> pool);
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };

@@ -10,10 +10,25 @@
 #include <string>
 #include <thread>
 
+#include "src/base/user_code.h"
+
 namespace rill {
 namespace {
 
 thread_local asio::io_context* t_current_reactor = nullptr;
+
+// The last exception boundary: an exception that escaped a handler (rill puts its own around
+// user code, so this is a bug somewhere) is logged and the reactor goes on serving.
+void RunReactor(asio::io_context& ctx) {
+  for (;;) {
+    try {
+      ctx.run();
+      return;
+    } catch (...) {
+      internal::LogUserException("a handler on a reactor thread");
+    }
+  }
+}
 
 }  // namespace
 
@@ -23,6 +38,10 @@ struct ReactorPool::Impl {
   std::vector<Guard> guards;
   std::vector<std::thread> threads;
   std::atomic<size_t> next{0};
+  // Set when the pool is released from one of its own threads: the threads were detached, and
+  // the last one to leave its io_context deletes this Impl.
+  std::atomic<bool> abandoned{false};
+  std::atomic<size_t> running{0};
 };
 
 ReactorPool::ReactorPool(Options options) : impl_(std::make_unique<Impl>()) {
@@ -33,10 +52,12 @@ ReactorPool::ReactorPool(Options options) : impl_(std::make_unique<Impl>()) {
     impl_->contexts.push_back(std::make_unique<asio::io_context>(1));
     impl_->guards.emplace_back(impl_->contexts.back()->get_executor());
   }
+  impl_->running.store(n);
   for (size_t i = 0; i < n; ++i) {
     asio::io_context* ctx = impl_->contexts[i].get();
     const int cpu = options.cpus.empty() ? -1 : options.cpus[i % options.cpus.size()];
-    impl_->threads.emplace_back([ctx, cpu, i] {
+    Impl* impl = impl_.get();
+    impl_->threads.emplace_back([impl, ctx, cpu, i] {
       if (cpu >= 0) {
         cpu_set_t set;
         CPU_ZERO(&set);
@@ -46,16 +67,40 @@ ReactorPool::ReactorPool(Options options) : impl_(std::make_unique<Impl>()) {
       const std::string name = "rill-reactor-" + std::to_string(i);
       pthread_setname_np(pthread_self(), name.substr(0, 15).c_str());
       t_current_reactor = ctx;
-      ctx->run();
+      RunReactor(*ctx);
       t_current_reactor = nullptr;
+      // `abandoned` was set before the work guards went, and run() returns only after that.
+      if (impl->abandoned.load(std::memory_order_acquire) &&
+          impl->running.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        delete impl;
+      }
     });
   }
 }
 
 ReactorPool::~ReactorPool() {
+  if (impl_ == nullptr) return;  // abandoned: its threads delete it
   for (auto& guard : impl_->guards) guard.reset();
   for (auto& thread : impl_->threads) thread.join();
 }
+
+namespace internal {
+
+void ReleaseReactorPool(std::unique_ptr<ReactorPool> pool) {
+  if (pool == nullptr) return;
+  if (ReactorPool::Current() == nullptr) {
+    pool.reset();  // joins: nothing of a reactor waits here
+    return;
+  }
+  // On a reactor thread (perhaps one of this pool's): joining could wait on ourselves or stall
+  // this reactor. The threads finish their remaining work and the last one deletes the pool.
+  ReactorPool::Impl* impl = pool->impl_.release();
+  impl->abandoned.store(true, std::memory_order_release);
+  for (auto& thread : impl->threads) thread.detach();
+  for (auto& guard : impl->guards) guard.reset();
+}
+
+}  // namespace internal
 
 size_t ReactorPool::size() const noexcept { return impl_->contexts.size(); }
 
