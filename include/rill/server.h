@@ -78,18 +78,22 @@ struct ServerOptions {
 
 class Server {
  public:
+  // Must not run on a reactor thread (a failed check says so).
   ~Server();
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
   // Stops accepting, sends GOAWAY, lets in-flight calls finish for up to `grace`, then cancels
-  // what is left and closes every connection. Returns when all handlers have finished.
-  // Idempotent; also run by the destructor with the configured grace.
+  // what is left and closes every connection. Returns when all handlers have finished; called
+  // on a reactor thread (from a handler, say), where waiting could deadlock, it starts the
+  // shutdown and returns at once. Idempotent; also run by the destructor with the configured
+  // grace.
   void Shutdown(std::chrono::milliseconds grace);
   void Shutdown();
   // Closes everything now, cancelling in-flight calls.
   void ShutdownNow() { Shutdown(std::chrono::milliseconds(0)); }
-  // Blocks until Shutdown() completed.
+  // Blocks until Shutdown() completed. On a reactor thread it would deadlock: it logs an error
+  // and returns at once.
   void Wait();
 
   // Ports actually bound, in AddListeningPort order (0 for Unix sockets).
@@ -127,8 +131,9 @@ class ServerBuilder {
   // Blocks for requests and responses. Null (default): DefaultBufferPool().
   ServerBuilder& SetBufferPool(BufferPool* pool);
 
-  // Binds every address and starts serving. Fails with the first bind error, or
-  // INVALID_ARGUMENT for a malformed address or a method registered twice.
+  // Binds every address and starts serving. Fails with the first bind error,
+  // INVALID_ARGUMENT for a malformed address or a method registered twice, or
+  // FAILED_PRECONDITION when called a second time (a builder builds one server).
   StatusOr<std::unique_ptr<Server>> Build();
 
  private:

@@ -55,7 +55,20 @@ uint64_t LoadPingPayload(const uint8_t* data) {
   return v;
 }
 
+thread_local int t_session_depth = 0;
+
+// Marks the calling thread as inside a session's step for its scope.
+class SessionStep {
+ public:
+  SessionStep() noexcept { ++t_session_depth; }
+  ~SessionStep() { --t_session_depth; }
+  SessionStep(const SessionStep&) = delete;
+  SessionStep& operator=(const SessionStep&) = delete;
+};
+
 }  // namespace
+
+bool InsideHttp2Session() noexcept { return t_session_depth > 0; }
 
 struct Http2Session::Callbacks {
   static Http2Session* Self(void* user_data) { return static_cast<Http2Session*>(user_data); }
@@ -302,6 +315,7 @@ Http2Session::Http2Session(const Http2Options& options, Http2Handler* handler, B
 Http2Session::~Http2Session() { nghttp2_session_del(session_); }
 
 Status Http2Session::Receive(Buffer block) {
+  SessionStep step;
   input_ = &block;
   const ssize_t rv = nghttp2_session_mem_recv(
       session_, reinterpret_cast<const uint8_t*>(block.data()), block.size());
@@ -313,6 +327,7 @@ Status Http2Session::Receive(Buffer block) {
 }
 
 Status Http2Session::FillBatch(OutputBatch& batch) {
+  SessionStep step;
   batch_ = &batch;
   const int rv = nghttp2_session_send(session_);
   batch_ = nullptr;

@@ -221,6 +221,10 @@ class Http2Session {
   bool goaway_received_ = false;
 };
 
+// True while the calling thread is inside a session's Receive() or FillBatch(), that is, inside
+// nghttp2's callbacks. User code must never run there: the layer above defers it.
+bool InsideHttp2Session() noexcept;
+
 // Maps an nghttp2 error code (negative int) to text, for logs and statuses.
 std::string_view Nghttp2ErrorText(int error);
 

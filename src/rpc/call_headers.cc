@@ -5,6 +5,19 @@
 
 namespace rill::internal {
 
+namespace {
+
+// Fields that carry credentials stay out of HPACK's dynamic table (RFC 7541 §7.1.3): an
+// attacker who can add fields to the same connection could otherwise probe the table for them.
+// Binary values are opaque (tokens, trace contexts) and change per call, so indexing them only
+// risks the secret without saving bytes.
+bool IsSensitiveMetadataKey(std::string_view key) {
+  return key == "authorization" || key == "proxy-authorization" || key == "cookie" ||
+         key == "set-cookie" || IsBinaryMetadataKey(key);
+}
+
+}  // namespace
+
 Status AppendMetadata(const Metadata& metadata, HeaderBlock& block, std::string& scratch) {
   for (const auto& [key, value] : metadata) {
     if (!IsValidMetadataKey(key) || IsReservedMetadataKey(key)) {
@@ -13,13 +26,13 @@ Status AppendMetadata(const Metadata& metadata, HeaderBlock& block, std::string&
     if (IsBinaryMetadataKey(key)) {
       scratch.clear();
       Base64Encode(value, scratch);
-      block.Add(key, scratch);
+      block.Add(key, scratch, /*never_index=*/true);
     } else {
       if (!IsValidAsciiMetadataValue(value)) {
         return Status(StatusCode::kInternal,
                       "invalid value for metadata key \"" + std::string(key) + "\"");
       }
-      block.Add(key, value);
+      block.Add(key, value, IsSensitiveMetadataKey(key));
     }
   }
   return Status();

@@ -1,8 +1,21 @@
 #include "rill/metadata.h"
 
+#include <functional>
+
 namespace rill {
 
 void Metadata::Add(std::string_view key, std::string_view value) {
+  // A view into our own bytes (a value just read with Get(), say) would dangle once append()
+  // reallocates: copy such arguments first.
+  const auto inside = [this](std::string_view s) {
+    return !s.empty() && std::less_equal<>()(bytes_.data(), s.data()) &&
+           std::less<>()(s.data(), bytes_.data() + bytes_.size());
+  };
+  if (inside(key) || inside(value)) {
+    const std::string copy = std::string(key) + std::string(value);
+    Add(std::string_view(copy).substr(0, key.size()), std::string_view(copy).substr(key.size()));
+    return;
+  }
   const auto offset = static_cast<uint32_t>(bytes_.size());
   bytes_.append(key);
   bytes_.append(value);

@@ -4,7 +4,9 @@
 
 namespace rill {
 
-struct ServerBuilder::Config : internal::ServerConfig {};
+struct ServerBuilder::Config : internal::ServerConfig {
+  bool built = false;  // Build() took the configuration
+};
 
 ServerBuilder::ServerBuilder() : config_(std::make_unique<Config>()) {}
 ServerBuilder::~ServerBuilder() = default;
@@ -61,6 +63,11 @@ ServerBuilder& ServerBuilder::SetBufferPool(BufferPool* pool) {
 }
 
 StatusOr<std::unique_ptr<Server>> ServerBuilder::Build() {
+  if (config_ == nullptr || config_->built) {
+    return Status(StatusCode::kFailedPrecondition,
+                  "ServerBuilder::Build() was already called on this builder");
+  }
+  config_->built = true;
   auto impl = std::make_unique<internal::ServerImpl>(std::move(*config_));
   Status status = impl->Start();
   if (!status.ok()) return status;

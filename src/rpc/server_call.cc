@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "rill/interceptor.h"
+#include "src/base/user_code.h"
 #include "src/rpc/call_headers.h"
 #include "src/rpc/codec.h"
 #include "src/rpc/server_impl.h"
@@ -102,6 +103,8 @@ void ServerCall::Begin(int32_t stream_id) {
   headers_sent_ = false;
   status_sent_ = false;
   response_compressor_ = nullptr;
+  deferred_ = 0;
+  queued_ = false;
   stream_closed_ = false;
   handler_running_ = false;
   released_ = false;
@@ -212,14 +215,14 @@ void ServerCall::OnHeadersEnd(bool end_stream) {
     // message arrived whole.
     inbound_.Reset(transport_->server().options().max_receive_message_size,
                    /*credit_on_receipt=*/single_request());
-    if (!single_request()) RunStream();
+    if (!single_request()) StartHandler();
   }
   if (end_stream) OnRemoteEnd();
 }
 
 void ServerCall::OnData(Buffer payload) {
   Http2Session& session = transport_->session();
-  if (phase_ != Phase::kReceiving && phase_ != Phase::kRunning) {
+  if (phase_ != Phase::kReceiving && phase_ != Phase::kReady && phase_ != Phase::kRunning) {
     session.Consume(stream_id_, payload.size());  // answered already: dropped, window returned
     return;
   }
@@ -237,7 +240,7 @@ void ServerCall::OnData(Buffer payload) {
 
 void ServerCall::OnRemoteEnd() {
   remote_closed_ = true;
-  if (phase_ == Phase::kRunning) {
+  if (phase_ == Phase::kRunning || (phase_ == Phase::kReady && !single_request())) {
     if (inbound_.HasPartial()) {
       Fail(200, Status(StatusCode::kInternal, "request stream ended inside a message"));
     }
@@ -249,17 +252,56 @@ void ServerCall::OnRemoteEnd() {
     Fail(200, Status(StatusCode::kInternal, "request stream ended inside a message"));
   } else if (inbound_.empty()) {
     Fail(200, Status(StatusCode::kUnimplemented, "received no request message"));
-  } else if (method_->kind() == RpcKind::kUnary) {
-    RunUnary();
   } else {
-    RunStream();
+    StartHandler();
+  }
+}
+
+void ServerCall::StartHandler() {
+  phase_ = Phase::kReady;
+  Defer(kDeferredStart);
+}
+
+void ServerCall::Defer(uint8_t work) {
+  deferred_ |= work;
+  if (!queued_) {
+    queued_ = true;
+    transport_->Defer(this);
+  }
+}
+
+void ServerCall::RunDeferred() {
+  queued_ = false;
+  const uint8_t work = std::exchange(deferred_, 0);
+  if ((work & kDeferredStart) != 0 && phase_ == Phase::kReady) {
+    if (method_->kind() == RpcKind::kUnary) {
+      RunUnary();
+    } else {
+      RunStream();
+    }
+  }
+  if ((work & kDeferredCancel) != 0 && handler_running_) EmitCancel();
+  MaybeRelease();
+}
+
+void ServerCall::EmitCancel() {
+  // Cancellation handlers are the handler's code (whatever it awaits installed them).
+  try {
+    cancel_signal_.emit(asio::cancellation_type::terminal);
+  } catch (...) {
+    LogUserException("a cancellation handler of " + context_.method_);
   }
 }
 
 Status ServerCall::RunInterceptorsStart() {
   for (const auto& interceptor : transport_->server().interceptors()) {
     ++interceptors_started_;
-    Status status = interceptor->OnCallStart(context_);
+    Status status;
+    try {
+      status = interceptor->OnCallStart(context_);
+    } catch (...) {
+      status = StatusForUserException("a server interceptor's OnCallStart", context_.method_);
+    }
     if (!status.ok()) return status;
   }
   return Status();
@@ -269,7 +311,11 @@ void ServerCall::RunInterceptorsEnd(Status& status) {
   const auto& interceptors = transport_->server().interceptors();
   while (interceptors_started_ > 0) {
     --interceptors_started_;
-    interceptors[interceptors_started_]->OnCallEnd(context_, status);
+    try {
+      interceptors[interceptors_started_]->OnCallEnd(context_, status);
+    } catch (...) {
+      status = StatusForUserException("a server interceptor's OnCallEnd", context_.method_);
+    }
   }
 }
 
@@ -294,28 +340,41 @@ void ServerCall::RunUnary() {
   }
   response_message_ = method_->NewResponse(&arena_);
   context_.run_async_ = false;
-  status = method_->RunUnary(context_, *request_message_, *response_message_);
-  if (!context_.run_async_) {
+  std::optional<Awaitable<Status>> coroutine;
+  try {
+    status = method_->RunUnary(context_, *request_message_, *response_message_);
+    if (context_.run_async_) {
+      coroutine.emplace(method_->RunUnaryAsync(context_, *request_message_, *response_message_));
+    }
+  } catch (...) {
+    status = StatusForUserException("the handler", context_.method_);
+    coroutine.reset();
+  }
+  if (!coroutine) {
     FinishUnary(std::move(status));
     return;
   }
   // The coroutine form: it runs on this reactor, and the call's cancellation signal aborts
   // whatever it awaits when the call is cancelled.
   handler_running_ = true;
-  asio::co_spawn(
-      transport_->connection().io_context(),
-      method_->RunUnaryAsync(context_, *request_message_, *response_message_),
-      asio::bind_cancellation_slot(cancel_signal_.slot(),
-                                   [this](std::exception_ptr error, Status result) {
-                                     handler_running_ = false;
-                                     if (error) {
-                                       result = Status(context_.cancelled_
-                                                           ? StatusCode::kCancelled
-                                                           : StatusCode::kUnknown,
-                                                       "handler threw an exception");
-                                     }
-                                     FinishUnary(std::move(result));
-                                   }));
+  asio::co_spawn(transport_->connection().io_context(), std::move(*coroutine),
+                 asio::bind_cancellation_slot(
+                     cancel_signal_.slot(), [this](std::exception_ptr error, Status result) {
+                       handler_running_ = false;
+                       if (error) result = StatusForHandlerException(error);
+                       FinishUnary(std::move(result));
+                     }));
+}
+
+Status ServerCall::StatusForHandlerException(const std::exception_ptr& error) {
+  // A cancelled call's result is discarded; what its handler threw on the way out (Asio's
+  // operation_aborted, typically) is no error worth reporting.
+  if (context_.cancelled_) return Status(StatusCode::kCancelled, "call cancelled");
+  try {
+    std::rethrow_exception(error);
+  } catch (...) {
+    return StatusForUserException("the handler", context_.method_);
+  }
 }
 
 void ServerCall::FinishUnary(Status status) {
@@ -383,15 +442,18 @@ void ServerCall::SendStatus(Status status, bool drop_queued) {
     return;
   }
   Http2Session& session = transport_->session();
+  // Initial metadata the handler set goes out as response headers even when the call fails, as
+  // libgrpc++ and grpc-go send it: clients read it there, not among the trailers.
+  if (!headers_sent_ && !context_.initial_metadata_.empty()) SendHeadersIfNeeded();
   if (!headers_sent_) {
-    // Trailers-only: one HEADERS frame carrying the HTTP status, the gRPC status and all metadata.
+    // Trailers-only: one HEADERS frame carrying the HTTP status, the gRPC status and the
+    // trailing metadata.
     headers_.Clear();
     headers_.AddStatic(":status", "200");
     headers_.AddStatic("content-type", "application/grpc");
     headers_.AddStatic("grpc-accept-encoding",
                        transport_->server().compressors().accept_encoding());
     AppendStatus(status, headers_, scratch_);
-    AppendMetadata(context_.initial_metadata_, headers_, scratch_).IgnoreError();
     AppendMetadata(context_.trailing_metadata_, headers_, scratch_).IgnoreError();
     session.SubmitTrailersOnly(stream_id_, headers_);
     headers_sent_ = true;
@@ -439,7 +501,13 @@ void ServerCall::Cancel(StatusCode why) {
   context_.cancelled_ = true;
   read_waiter_.Wake();
   write_waiter_.Wake();
-  if (handler_running_) cancel_signal_.emit(asio::cancellation_type::terminal);
+  if (handler_running_) {
+    if (InsideHttp2Session()) {
+      Defer(kDeferredCancel);
+    } else {
+      EmitCancel();
+    }
+  }
   if (why == StatusCode::kDeadlineExceeded) {
     // The client gave up on the call by now: what is still queued for it is dropped and the
     // status goes out at once, as in grpc-core. Queued behind messages, it would wait for the
@@ -500,7 +568,7 @@ void ServerCall::OnDataFramed(size_t /*bytes*/) {
 void ServerCall::Flush() { transport_->connection().ScheduleFlush(); }
 
 void ServerCall::MaybeRelease() {
-  if (released_ || !stream_closed_ || handler_running_) return;
+  if (released_ || !stream_closed_ || handler_running_ || queued_) return;
   released_ = true;
   transport_->ReleaseCall(this);
 }
@@ -512,17 +580,20 @@ void ServerCall::RunStream() {
     FinishStream(std::move(status));
     return;
   }
+  std::optional<Awaitable<Status>> coroutine;
+  try {
+    coroutine.emplace(method_->RunStream(context_, *this));
+  } catch (...) {
+    FinishStream(StatusForUserException("the handler", context_.method_));
+    return;
+  }
   handler_running_ = true;
   asio::co_spawn(transport_->connection().io_context(),
-                 RunWithoutThrowIfCancelled(method_->RunStream(context_, *this)),
+                 RunWithoutThrowIfCancelled(std::move(*coroutine)),
                  asio::bind_cancellation_slot(
                      cancel_signal_.slot(), [this](std::exception_ptr error, Status result) {
                        handler_running_ = false;
-                       if (error) {
-                         result = Status(context_.cancelled_ ? StatusCode::kCancelled
-                                                             : StatusCode::kUnknown,
-                                         "handler threw an exception");
-                       }
+                       if (error) result = StatusForHandlerException(error);
                        FinishStream(std::move(result));
                      }));
 }

@@ -21,6 +21,7 @@
 #include <asio/steady_timer.hpp>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,15 +77,32 @@ class ServerCall final : public ServerStreamCore {
   // For ServerContext.
   void SendInitialMetadata();
 
+  // Work that must not run inside the HTTP/2 session's callbacks (user code: interceptors,
+  // handlers, cancellation handlers) waits in the transport's deferred list until the session
+  // step ends; the transport then calls RunDeferred().
+  void RunDeferred();
+  ServerCall* next_deferred = nullptr;  // the transport's list link
+
  private:
   Awaitable<bool> WriteOutgoing(OutgoingMessage message, WriteOptions options);
 
   enum class Phase : uint8_t {
     kHeaders,   // receiving request headers
     kReceiving, // headers accepted; receiving the request message(s)
+    kReady,     // the handler may start; it does once the session step ends
     kRunning,   // the handler runs
     kFinished,  // the status was sent (or the call was cancelled); waiting for the stream close
   };
+
+  enum DeferredWork : uint8_t {
+    kDeferredStart = 1,   // run interceptors and the handler
+    kDeferredCancel = 2,  // emit the cancellation signal into the running handler
+  };
+  void Defer(uint8_t work);
+  // Starts the handler once the session step ends (the request is complete for unary and
+  // server-streaming calls; client and bidi streaming start at the headers).
+  void StartHandler();
+  void EmitCancel();
 
   void Fail(int http_status, Status status);
   void RunUnary();
@@ -108,6 +126,8 @@ class ServerCall final : public ServerStreamCore {
   void Flush();
   void MaybeRelease();
   Status RunInterceptorsStart();
+  // The status for a coroutine handler that ended with `error`.
+  Status StatusForHandlerException(const std::exception_ptr& error);
   void RunInterceptorsEnd(Status& status);
 
   ServerTransport* transport_;
@@ -143,6 +163,8 @@ class ServerCall final : public ServerStreamCore {
   Compressor* response_compressor_ = nullptr;
 
   // Life cycle.
+  uint8_t deferred_ = 0;     // DeferredWork bits
+  bool queued_ = false;      // in the transport's deferred list (not released meanwhile)
   bool stream_closed_ = false;
   bool handler_running_ = false;
   bool released_ = true;

@@ -2,6 +2,8 @@
 
 #include <asio/post.hpp>
 
+#include "rill/log.h"
+
 #include "src/rpc/server_transport.h"
 
 namespace rill::internal {
@@ -11,7 +13,13 @@ ServerImpl::ServerImpl(ServerConfig config)
       pool_(config_.pool != nullptr ? config_.pool : &DefaultBufferPool()),
       compressors_(config_.compressors) {}
 
-ServerImpl::~ServerImpl() { Shutdown(std::chrono::milliseconds(0)); }
+ServerImpl::~ServerImpl() {
+  RILL_CHECK_MSG(ReactorPool::Current() == nullptr,
+                 "a rill::Server must not be destroyed on a reactor thread (its connections "
+                 "live there); shut it down from the handler and destroy it elsewhere");
+  Shutdown(std::chrono::milliseconds(0));
+  if (shutdown_thread_.joinable()) shutdown_thread_.join();
+}
 
 Status ServerImpl::Start() {
   for (Service* service : config_.services) {
@@ -86,10 +94,21 @@ void ServerImpl::PostToTransportLocked(ServerTransport* transport,
 }
 
 void ServerImpl::Shutdown(std::chrono::milliseconds grace) {
+  // On a reactor thread (a handler shutting its own server down, say) waiting could deadlock on
+  // the very call that asked: the shutdown runs on a thread of its own and this returns.
+  const bool on_reactor = ReactorPool::Current() != nullptr;
   if (shutting_down_.exchange(true, std::memory_order_acq_rel)) {
-    Wait();
+    if (!on_reactor) Wait();
     return;
   }
+  if (on_reactor) {
+    shutdown_thread_ = std::thread([this, grace] { RunShutdown(grace); });
+    return;
+  }
+  RunShutdown(grace);
+}
+
+void ServerImpl::RunShutdown(std::chrono::milliseconds grace) {
   for (auto& listener : listeners_) listener->Stop();
   {
     std::unique_lock lock(mu_);
@@ -112,6 +131,11 @@ void ServerImpl::Shutdown(std::chrono::milliseconds grace) {
 }
 
 void ServerImpl::Wait() {
+  if (ReactorPool::Current() != nullptr) {
+    Log(LogSeverity::kError,
+        "Server::Wait() on a reactor thread would deadlock; it returns at once");
+    return;
+  }
   std::unique_lock lock(mu_);
   cv_.wait(lock, [this] { return shutdown_done_; });
 }

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -71,6 +72,9 @@ class ServerImpl {
 
  private:
   void Accept(Listener::Socket socket);
+  // Listeners off, GOAWAY, the grace period, then cancel; returns when every connection is
+  // gone. Runs on the thread that called Shutdown(), or on shutdown_thread_.
+  void RunShutdown(std::chrono::milliseconds grace);
   // Runs `step` on `transport`'s reactor, unless the transport has finished and deleted itself
   // by then (work posted with a bare pointer could outlive it). Called with mu_ held.
   void PostToTransportLocked(ServerTransport* transport, void (ServerTransport::*step)());
@@ -100,6 +104,7 @@ class ServerImpl {
   size_t posted_to_transports_ = 0;                  // guarded by mu_; not yet run
   bool shutdown_done_ = false;                       // guarded by mu_
   std::atomic<bool> shutting_down_{false};
+  std::thread shutdown_thread_;  // a shutdown asked for on a reactor thread runs here
 };
 
 }  // namespace rill::internal

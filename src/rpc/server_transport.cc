@@ -101,8 +101,31 @@ void ServerTransport::ReleaseCall(ServerCall* call) {
   MaybeDestroy();
 }
 
+void ServerTransport::Defer(ServerCall* call) {
+  call->next_deferred = nullptr;
+  if (deferred_tail_ != nullptr) {
+    deferred_tail_->next_deferred = call;
+  } else {
+    deferred_head_ = call;
+  }
+  deferred_tail_ = call;
+}
+
+void ServerTransport::OnSessionStepDone() {
+  while (deferred_head_ != nullptr) {
+    ServerCall* call = deferred_head_;
+    deferred_head_ = call->next_deferred;
+    if (deferred_head_ == nullptr) deferred_tail_ = nullptr;
+    call->next_deferred = nullptr;
+    call->RunDeferred();
+  }
+}
+
 void ServerTransport::OnConnectionDone(const Status& /*reason*/) {
   connection_done_ = true;
+  // Work deferred by the last session step still runs (it may be a handler start that now
+  // finds its call ended), so that every call is released.
+  OnSessionStepDone();
   // Streams still open die with the connection; their calls end as cancelled.
   for (const auto& call : calls_) call->OnConnectionLost();
   MaybeDestroy();

@@ -39,6 +39,9 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
 
   // A call finished with its stream and its handler: back to the free list.
   void ReleaseCall(ServerCall* call);
+  // Queues `call` to RunDeferred() once the session's current step ends (in order).
+  void Defer(ServerCall* call);
+
   // Asynchronous operations of calls (timers) that must finish before the transport goes.
   void AddPendingOp() { ++pending_ops_; }
   void RemovePendingOp() {
@@ -58,9 +61,13 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
 
   // Http2Connection::Owner.
   void OnConnectionDone(const Status& reason) override;
+  void OnSessionStepDone() override;
 
  private:
   void MaybeDestroy();
+
+  ServerCall* deferred_head_ = nullptr;
+  ServerCall* deferred_tail_ = nullptr;
 
   ServerImpl& server_;
   Http2Connection connection_;

@@ -184,6 +184,7 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
     const bool drained = static_cast<size_t>(n) < block.size();
     block.Truncate(static_cast<size_t>(n));
     Status status = session_.Receive(std::move(block));
+    owner_->OnSessionStepDone();
     if (!status.ok()) {
       // nghttp2 queued a GOAWAY explaining the error; send it, then close.
       CloseAfterFlush(std::move(status));
@@ -236,6 +237,8 @@ void Http2Connection::Flush() {
   for (;;) {
     if (!batch_.full()) {
       Status status = session_.FillBatch(batch_);
+      owner_->OnSessionStepDone();
+      if (closed_) return;
       if (!status.ok()) {
         Close(std::move(status));
         return;

@@ -37,6 +37,9 @@ class Http2Connection {
     virtual ~Owner() = default;
     // The socket is closed and no operation of the connection is pending.
     virtual void OnConnectionDone(const Status& reason) = 0;
+    // The session returned from a receive or send step: work deferred out of its callbacks
+    // (user code above all) may run now. The owner may submit to the session from here.
+    virtual void OnSessionStepDone() {}
   };
 
   struct Options {

@@ -72,14 +72,15 @@ struct RawH2Client::Callbacks {
   }
 
   static int OnHeader(nghttp2_session*, const nghttp2_frame* frame, const uint8_t* name,
-                      size_t namelen, const uint8_t* value, size_t valuelen, uint8_t /*flags*/,
+                      size_t namelen, const uint8_t* value, size_t valuelen, uint8_t flags,
                       void* user_data) {
     if (frame->hd.type != NGHTTP2_HEADERS) return 0;
     RawStream& s = Self(user_data)->streams_[frame->hd.stream_id];
     if (s.header_blocks.empty()) s.header_blocks.emplace_back();
-    s.header_blocks.back().fields.emplace_back(
-        std::string(reinterpret_cast<const char*>(name), namelen),
-        std::string(reinterpret_cast<const char*>(value), valuelen));
+    RawHeaderBlock& block = s.header_blocks.back();
+    block.fields.emplace_back(std::string(reinterpret_cast<const char*>(name), namelen),
+                              std::string(reinterpret_cast<const char*>(value), valuelen));
+    if ((flags & NGHTTP2_NV_FLAG_NO_INDEX) != 0) block.never_indexed.push_back(block.fields.back().first);
     return 0;
   }
 

@@ -44,6 +44,8 @@ using RawHeaderList = std::vector<RawHeader>;
 // One HEADERS block the server sent (after CONTINUATIONs were joined).
 struct RawHeaderBlock {
   std::vector<std::pair<std::string, std::string>> fields;
+  // Names of the fields that came in HPACK's never-indexed representation.
+  std::vector<std::string> never_indexed;
   bool end_stream = false;
   std::optional<std::string> Get(std::string_view name) const;
 };
