@@ -9,6 +9,12 @@
 // connection is ready wait for one until their deadline (wait-for-ready semantics) or fail with
 // UNAVAILABLE when a connection attempt fails (fail-fast, the default).
 //
+// Lifetime: destroying the Channel (its last shared_ptr, often held by stubs) cancels every
+// call still running on it (they complete with CANCELLED) and returns at once, on any thread,
+// including the channel's own reactor and inside one of its completions. A stream object the
+// user still holds keeps what it needs alive and reports the end (Read() false, Finish()
+// CANCELLED).
+//
 // Thread safety: thread-safe. Calls may be started from any thread; they run on the channel's
 // reactor.
 #ifndef RILL_CHANNEL_H_
@@ -104,14 +110,14 @@ class Channel {
 
   [[nodiscard]] const std::string& target() const noexcept;
   // Connects now rather than at the first call. Returns true once connected, false if the
-  // deadline passed first. Must not be called on a reactor thread.
+  // deadline passed first. On a reactor thread (where it would block) it returns false at once.
   bool WaitForConnected(Clock::time_point deadline);
 
   [[nodiscard]] internal::ChannelImpl& impl() noexcept { return *impl_; }
 
  private:
-  explicit Channel(std::unique_ptr<internal::ChannelImpl> impl);
-  std::unique_ptr<internal::ChannelImpl> impl_;
+  explicit Channel(internal::ChannelImpl* impl);
+  internal::ChannelImpl* impl_;  // one reference, dropped by the destructor
 };
 
 }  // namespace rill

@@ -14,11 +14,26 @@
 //   while (co_await stream->Read(&reply)) ...
 //   rill::Status s = co_await stream->Finish();
 //
-// Completions run on the handler's associated executor (inline on the channel's reactor for a
-// plain callback). `context`, `request` and `response` must stay alive until the call completes.
+// Contracts of every operation here:
+//   - Completion: on the handler's associated executor (inline on the channel's reactor for a
+//     plain callback), never from inside the starting call, never inside the HTTP/2 session's
+//     callbacks. An exception a completion throws is logged and goes no further (see
+//     rill/completion.h).
+//   - Buffers: request messages are serialized before the starting call (or Write()) returns;
+//     the caller may change or free them at once. (With a deferred token such as
+//     asio::use_awaitable, "starting" is the co_await.) `context` and `response` must stay alive
+//     until the call completes; a stream's context until the stream object is destroyed.
+//   - Cancellation: ClientContext::TryCancel(), the deadline, or the handler's cancellation slot
+//     (any cancellation type) cancels the whole RPC: it completes with CANCELLED (or
+//     DEADLINE_EXCEEDED) and the server sees RST_STREAM(CANCEL). Destroying a stream object
+//     cancels an unfinished call; its pending operations still complete (false / CANCELLED).
+//   - Statuses: what the server sent; UNAVAILABLE when no connection could carry the call;
+//     CANCELLED when the Channel was destroyed meanwhile; RESOURCE_EXHAUSTED for a message over
+//     a size limit; UNKNOWN when a client interceptor threw; FAILED_PRECONDITION for a blocking
+//     call made on a reactor thread (where it would stall the reactor).
 //
-// Thread safety: a call may be started from any thread. A stream allows one outstanding Read()
-// and one outstanding Write()/WritesDone() at a time.
+// Thread safety: a call may be started from any thread. A stream allows one outstanding Read(),
+// one outstanding Write()/WritesDone() and one Finish() at a time.
 #ifndef RILL_CLIENT_CALL_H_
 #define RILL_CLIENT_CALL_H_
 
@@ -80,8 +95,10 @@ class ClientStreamCore {
   virtual void StartWritesDone(detail::Completion<void(bool)> done) = 0;
   virtual void StartRead(google::protobuf::MessageLite* message,
                          detail::Completion<void(bool)> done) = 0;
-  // Completes with the call's status once the server has ended the call (or it failed).
-  virtual void StartFinish(detail::Completion<void(Status)> done) = 0;
+  // Completes with the call's status once the server has ended the call (or it failed). With
+  // `response`, half-closes first and decodes the one response message into it.
+  virtual void StartFinish(google::protobuf::MessageLite* response,
+                           detail::Completion<void(Status)> done) = 0;
 };
 
 }  // namespace internal
@@ -125,18 +142,18 @@ class ClientStreamOps {
         token, core_.get());
   }
   template <typename Token = decltype(asio::use_awaitable)>
-  auto DoFinish(Token&& token = {}) {
+  auto DoFinish(MessageLite* response, Token&& token = {}) {
     return asio::async_initiate<Token, void(Status)>(
-        [](auto handler, internal::ClientStreamCore* core) {
-          core->StartFinish(Completion<void(Status)>(std::move(handler)));
+        [](auto handler, internal::ClientStreamCore* core, MessageLite* r) {
+          core->StartFinish(r, Completion<void(Status)>(std::move(handler)));
         },
-        token, core_.get());
+        token, core_.get(), response);
   }
 
   bool BlockingWriteMessage(internal::OutgoingMessage message, WriteOptions options, bool last);
   bool BlockingReadMessage(MessageLite* message);
   bool BlockingWritesDone();
-  Status BlockingFinish();
+  Status BlockingFinish(MessageLite* response = nullptr);
 
  private:
   std::unique_ptr<internal::ClientStreamCore> core_;
@@ -179,7 +196,7 @@ class ClientReaderWriter {
   }
   template <typename Token = decltype(asio::use_awaitable)>
   auto Finish(Token&& token = {}) {
-    return ops_.DoFinish(std::forward<Token>(token));
+    return ops_.DoFinish(nullptr, std::forward<Token>(token));
   }
 
   // Blocking forms (not on a reactor thread).
@@ -216,12 +233,14 @@ class ClientReader {
   }
   template <typename Token = decltype(asio::use_awaitable)>
   auto Finish(Token&& token = {}) {
-    return ops_.DoFinish(std::forward<Token>(token));
+    return ops_.DoFinish(nullptr, std::forward<Token>(token));
   }
   bool BlockingRead(R* message) { return ops_.BlockingReadMessage(message); }
   Status BlockingFinish() { return ops_.BlockingFinish(); }
 
-  // For generated code: sends the single request and half-closes.
+  // For generated code: sends the single request and half-closes. The request is serialized
+  // before this returns; a request that cannot be sent (over the send limit, say) fails the
+  // call, and Read()/Finish() report it.
   void SendRequest(const google::protobuf::MessageLite& request) {
     ops_.WriteMessage({.message = &request}, WriteOptions{}, true, [](bool) {});
   }
@@ -251,8 +270,12 @@ class ClientWriter {
   auto WritesDone(Token&& token = {}) {
     return ops_.DoWritesDone(std::forward<Token>(token));
   }
-  // Half-closes if not done yet, reads the response, and completes with the status.
-  [[nodiscard]] Awaitable<Status> Finish();
+  // Half-closes if not done yet, reads the response into the message given at creation, and
+  // completes with the status (any completion token).
+  template <typename Token = decltype(asio::use_awaitable)>
+  auto Finish(Token&& token = {}) {
+    return ops_.DoFinish(response_, std::forward<Token>(token));
+  }
   bool BlockingWrite(const W& message, WriteOptions options = {}) {
     return ops_.BlockingWriteMessage({.message = &message}, options, false);
   }
@@ -260,26 +283,12 @@ class ClientWriter {
     return ops_.BlockingWriteMessage({.prepared = &message}, options, false);
   }
   bool BlockingWritesDone() { return ops_.BlockingWritesDone(); }
-  Status BlockingFinish();
+  Status BlockingFinish() { return ops_.BlockingFinish(response_); }
 
  private:
   detail::ClientStreamOps ops_;
   google::protobuf::MessageLite* response_;
 };
-
-template <typename W>
-Awaitable<Status> ClientWriter<W>::Finish() {
-  co_await ops_.DoWritesDone(asio::use_awaitable);
-  co_await ops_.ReadMessage(response_, asio::use_awaitable);
-  co_return co_await ops_.DoFinish(asio::use_awaitable);
-}
-
-template <typename W>
-Status ClientWriter<W>::BlockingFinish() {
-  ops_.BlockingWritesDone();
-  ops_.BlockingReadMessage(response_);
-  return ops_.BlockingFinish();
-}
 
 }  // namespace rill
 

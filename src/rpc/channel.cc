@@ -4,6 +4,8 @@
 #include <mutex>
 
 #include "rill/client_call.h"
+#include "rill/log.h"
+#include "rill/reactor_pool.h"
 #include "src/rpc/channel_impl.h"
 
 namespace rill {
@@ -12,14 +14,21 @@ StatusOr<std::shared_ptr<Channel>> Channel::Create(std::string_view target,
                                                    ChannelOptions options) {
   StatusOr<internal::Address> address = internal::ParseAddress(target);
   if (!address.ok()) return address.status();
-  auto impl = std::make_unique<internal::ChannelImpl>(std::string(target), std::move(*address),
-                                                      std::move(options));
-  return std::shared_ptr<Channel>(new Channel(std::move(impl)));
+  auto* impl = new internal::ChannelImpl(std::string(target), std::move(*address),
+                                         std::move(options));
+  return std::shared_ptr<Channel>(new Channel(impl));
 }
 
-Channel::Channel(std::unique_ptr<internal::ChannelImpl> impl) : impl_(std::move(impl)) {}
+Channel::Channel(internal::ChannelImpl* impl) : impl_(impl) {}
 
-Channel::~Channel() = default;
+Channel::~Channel() {
+  // Off the reactors, wait until the channel's calls are cancelled and its connections closed:
+  // when this returns, nothing of the channel runs any more (but what streams still held need),
+  // and its pool and reactors may go. On a reactor thread that wait could deadlock: the same
+  // happens in the background.
+  impl_->Close(/*wait=*/ReactorPool::Current() == nullptr);
+  impl_->Unref();
+}
 
 const std::string& Channel::target() const noexcept { return impl_->target(); }
 
@@ -28,16 +37,38 @@ bool Channel::WaitForConnected(Clock::time_point deadline) {
 }
 
 namespace detail {
+namespace {
+
+struct CancelContext {
+  ClientContext* context;
+  void operator()(asio::cancellation_type type) const {
+    if (type != asio::cancellation_type::none) context->TryCancel();
+  }
+};
+
+}  // namespace
 
 void StartUnaryCall(Channel& channel, const MethodDescriptor& method, ClientContext& context,
                     const MessageLite& request, MessageLite* response, UnaryCompletion done) {
+  // Cancelling through the handler's slot cancels the call as TryCancel() does (the context
+  // outlives the call, and the slot is cleared before the completion runs).
+  asio::cancellation_slot slot = done.cancellation_slot();
+  if (slot.is_connected()) {
+    slot.emplace<CancelContext>(CancelContext{&context});
+  }
   channel.impl().StartUnary(method, context, request, response, std::move(done));
 }
 
 Status BlockingUnaryCall(Channel& channel, const MethodDescriptor& method, ClientContext& context,
                          const MessageLite& request, MessageLite* response) {
-  RILL_CHECK_MSG(!channel.impl().OnReactor(),
-                 "a blocking call on the channel's own reactor thread would deadlock");
+  if (ReactorPool::Current() != nullptr) {
+    Log(LogSeverity::kError, std::string("a blocking call of ") + method.path +
+                                 " on a reactor thread would stall the reactor; it fails at "
+                                 "once (use the asynchronous form)");
+    return Status(StatusCode::kFailedPrecondition,
+                  "a blocking call on a reactor thread would stall the reactor; use the "
+                  "asynchronous form");
+  }
   struct Waiter {
     std::mutex mu;
     std::condition_variable cv;

@@ -3,34 +3,38 @@
 #include <asio/connect.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/post.hpp>
-#include <condition_variable>
-#include <future>
-#include <mutex>
-#include <thread>
 
+#include "rill/log.h"
 #include "src/rpc/client_call.h"
 #include "src/rpc/client_transport.h"
+#include "src/rpc/codec.h"
 
 namespace rill::internal {
 namespace {
 
 constexpr std::string_view kRillUserAgent = "rill-cpp/0.1.0";
 
+asio::io_context& ReactorFor(const ChannelOptions& options, std::unique_ptr<ReactorPool>& owned) {
+  if (options.reactors != nullptr) return options.reactors->Next();
+  owned = std::make_unique<ReactorPool>(ReactorPool::Options{.threads = 1, .cpus = {}});
+  return owned->reactor(0);
+}
+
 }  // namespace
+
+ChannelImpl::OwnedReactors::~OwnedReactors() { ReleaseReactorPool(std::move(pool)); }
 
 ChannelImpl::ChannelImpl(std::string target, Address address, ChannelOptions options)
     : target_(std::move(target)),
       address_(std::move(address)),
       options_(std::move(options)),
+      io_context_(&ReactorFor(options_, owned_.pool)),
       pool_(options_.buffer_pool != nullptr ? options_.buffer_pool : &DefaultBufferPool()),
       compressors_(options_.compressors),
-      resolver_(options_.reactors != nullptr ? options_.reactors->Next()
-                                             : (owned_reactors_ = std::make_unique<ReactorPool>(
-                                                    ReactorPool::Options{.threads = 1, .cpus = {}}),
-                                                owned_reactors_->reactor(0))),
-      connect_timer_(resolver_.get_executor()),
-      backoff_timer_(resolver_.get_executor()) {
-  io_context_ = &static_cast<asio::io_context&>(resolver_.get_executor().context());
+      resolver_(*io_context_),
+      connect_timer_(*io_context_),
+      backoff_timer_(*io_context_),
+      reactor_ref_(this) {
   keepalive_time_ = options_.keepalive_time;
   authority_ = options_.authority.empty() ? address_.Authority() : options_.authority;
   user_agent_ = options_.user_agent_prefix.empty()
@@ -38,117 +42,132 @@ ChannelImpl::ChannelImpl(std::string target, Address address, ChannelOptions opt
                     : options_.user_agent_prefix + " " + std::string(kRillUserAgent);
 }
 
-ChannelImpl::~ChannelImpl() {
-  RILL_CHECK_MSG(!OnReactor(), "a channel must not be destroyed on its own reactor thread");
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  // Shut down on the reactor, then poll there until every connection and call is gone.
-  struct Drain {
-    ChannelImpl* self;
-    std::mutex* mu;
-    std::condition_variable* cv;
-    bool* done;
-    void operator()() const {
-      if (self->transport_ != nullptr || !self->draining_.empty() || self->live_calls_ > 0 ||
-          self->pending_ops_ > 0) {
-        asio::post(*self->io_context_, *this);
-        return;
-      }
-      std::lock_guard lock(*mu);
-      *done = true;
-      cv->notify_all();
-    }
-  };
-  asio::post(*io_context_, [this, drain = Drain{this, &mu, &cv, &done}] {
-    state_ = State::kShutdown;
-    asio::error_code ignored;
-    resolver_.cancel();
-    connect_timer_.cancel();
-    backoff_timer_.cancel();
-    if (connecting_socket_) connecting_socket_->close(ignored);
-    std::vector<ClientCall*> waiting;
-    waiting.swap(waiting_);
-    for (ClientCall* call : waiting) {
-      call->FailBeforeStart(Status(StatusCode::kUnavailable, "channel shut down"));
-    }
-    if (transport_ != nullptr) transport_->Close(Status(StatusCode::kUnavailable, "channel shut down"));
-    for (ClientTransport* t : draining_) t->Close(Status(StatusCode::kUnavailable, "channel shut down"));
-    drain();
-  });
-  std::unique_lock lock(mu);
-  cv.wait(lock, [&] { return done; });
-  // An owned reactor pool stops after this body: members are destroyed in reverse order, so the
-  // timers, resolver and calls (declared after owned_reactors_) go while their io_context lives.
+ChannelImpl::~ChannelImpl() = default;
+
+void ChannelImpl::Close(bool wait) {
+  {
+    std::lock_guard lock(close_mu_);
+    closer_waits_ = wait;
+  }
+  asio::post(*io_context_, [this, holder = gate_.Enter()] { CloseOnReactor(); });
+  if (!wait) return;
+  std::unique_lock lock(close_mu_);
+  close_cv_.wait(lock, [this] { return drained_; });
+  lock.unlock();
+  reactor_ref_.reset();  // never the last: the caller still holds its own
 }
 
-template <typename Fn>
-void ChannelImpl::RunOnReactor(Fn&& fn) {
-  if (OnReactor()) {
-    fn();
-  } else {
-    asio::post(*io_context_, std::forward<Fn>(fn));
+void ChannelImpl::CloseOnReactor() {
+  SetState(State::kShutdown);
+  asio::error_code ignored;
+  resolver_.cancel();
+  connect_timer_.cancel();
+  backoff_timer_.cancel();
+  if (connecting_socket_) connecting_socket_->close(ignored);
+  std::vector<ClientCall*> waiting;
+  waiting.swap(waiting_);
+  for (ClientCall* call : waiting) call->Fail(Status(StatusCode::kCancelled, "channel closed"));
+  // Closing a connection ends its calls with CANCELLED (ClientCall::OnConnectionLost).
+  for (const auto& transport : transports_) {
+    transport->Close(Status(StatusCode::kCancelled, "channel closed"));
   }
+  transport_ = nullptr;
+  // Once nothing runs on the reactor for this channel any more, its own reference goes, from a
+  // fresh handler (the last hold may be released deep inside a call's code).
+  gate_.Close([this] {
+    asio::post(*io_context_, [this] {
+      std::unique_lock lock(close_mu_);
+      drained_ = true;
+      if (closer_waits_) {
+        close_cv_.notify_all();
+        return;  // the closer drops reactor_ref_
+      }
+      lock.unlock();
+      reactor_ref_.reset();
+    });
+  });
+}
+
+void ChannelImpl::SetState(State state) {
+  state_ = state;
+  std::lock_guard lock(state_mu_);
+  published_state_ = state;
+  state_cv_.notify_all();
 }
 
 void ChannelImpl::StartUnary(const MethodDescriptor& method, ClientContext& context,
                              const google::protobuf::MessageLite& request,
                              google::protobuf::MessageLite* response,
                              detail::UnaryCompletion done) {
-  RunOnReactor([this, &method, &context, &request, response, done = std::move(done)]() mutable {
+  // Serialized here, on the caller's thread: the caller may reuse or free `request` as soon as
+  // this returns. The compressor is the context's choice (Prepare() checks it exists).
+  BufferSlice bytes;
+  Compressor* compressor = nullptr;
+  const std::string_view compression = context.compression();
+  if (!compression.empty() && compression != "identity") {
+    compressor = compressors_.Find(compression);
+  }
+  Status encoded = EncodeMessage(request, compressor, options_.min_compress_size,
+                                 options_.max_send_message_size, *pool_, bytes);
+  auto start = [this, &method, &context, response, bytes = std::move(bytes),
+                encoded = std::move(encoded), done = std::move(done)](bool inline_start) mutable {
     ClientCall* call = AcquireCall();
-    call->InitUnary(method, context, request, response, std::move(done));
-    if (call->Prepare()) Dispatch(call);
-  });
+    call->InitUnary(method, context, std::move(bytes), response, std::move(done));
+    call->set_starting(inline_start);
+    Status status = encoded.ok() ? call->Prepare() : std::move(encoded);
+    call->Admit(gate_.Enter());
+    if (status.ok()) {
+      Dispatch(call);
+    } else {
+      call->Fail(std::move(status));
+    }
+    call->set_starting(false);
+  };
+  if (OnReactor()) {
+    start(/*inline_start=*/true);
+  } else {
+    asio::post(*io_context_, [start = std::move(start), holder = gate_.Enter()]() mutable {
+      start(/*inline_start=*/false);
+    });
+  }
 }
 
 ClientCall* ChannelImpl::AcquireCall() {
-  ++live_calls_;
   if (!free_calls_.empty()) {
     ClientCall* call = free_calls_.back();
     free_calls_.pop_back();
+    call->ResetRefs(1);
     return call;
   }
   calls_.push_back(std::make_unique<ClientCall>(*this));
   return calls_.back().get();
 }
 
-void ChannelImpl::ReleaseCall(ClientCall* call) {
-  --live_calls_;
+void ChannelImpl::RecycleCall(ClientCall* call) {
   // A call that completed while waiting for a connection (its deadline passed, it was
-  // cancelled) leaves the queue now: the object is about to be reused or deleted, and a stale
-  // entry would start it a second time.
+  // cancelled) leaves the queue now: the object is about to be reused, and a stale entry would
+  // start it a second time.
   if (!waiting_.empty()) std::erase(waiting_, call);
-  if (call->pooled) {
-    free_calls_.push_back(call);
-  } else {
-    // A stream's call: deleted from a fresh handler (this runs inside the call's own code).
-    ++pending_ops_;
-    asio::post(*io_context_, [this, call] {
-      --pending_ops_;
-      delete call;
-    });
-  }
+  free_calls_.push_back(call);
 }
 
 void ChannelImpl::Dispatch(ClientCall* call) {
   switch (state_) {
     case State::kShutdown:
-      call->FailBeforeStart(Status(StatusCode::kUnavailable, "channel shut down"));
+      call->Fail(Status(StatusCode::kCancelled, "channel closed"));
       return;
     case State::kReady:
       if (transport_ != nullptr && transport_->accepting_calls()) {
         call->StartOn(*transport_);
         return;
       }
-      state_ = State::kIdle;
+      SetState(State::kIdle);
       transport_ = nullptr;
       break;
     case State::kBackoff:
       if (!options_.wait_for_ready) {
-        call->FailBeforeStart(Status(StatusCode::kUnavailable,
-                                     "failed to connect to " + target_ + ": " +
-                                         std::string(last_failure_.message())));
+        call->Fail(Status(StatusCode::kUnavailable, "failed to connect to " + target_ + ": " +
+                                                        std::string(last_failure_.message())));
         return;
       }
       break;
@@ -161,41 +180,25 @@ void ChannelImpl::Dispatch(ClientCall* call) {
 }
 
 void ChannelImpl::Connect() {
-  state_ = State::kConnecting;
+  SetState(State::kConnecting);
   const uint64_t attempt = ++connect_attempt_;
-  connecting_socket_ = std::make_unique<asio::generic::stream_protocol::socket>(*io_context_);
-  ++pending_ops_;
   connect_timer_.expires_after(options_.min_connect_timeout);
-  connect_timer_.async_wait([this, attempt](const asio::error_code& ec) {
-    --pending_ops_;
+  connect_timer_.async_wait([this, attempt, holder = gate_.Enter()](const asio::error_code& ec) {
     if (!ec && attempt == connect_attempt_ && state_ == State::kConnecting && connecting_socket_) {
       asio::error_code ignored;
       connecting_socket_->close(ignored);  // the pending connect completes with an error
     }
   });
-  auto on_connect = [this, attempt](const asio::error_code& ec) {
-    --pending_ops_;
-    if (attempt != connect_attempt_ || state_ != State::kConnecting) return;
-    connect_timer_.cancel();
-    if (ec) {
-      OnConnectFailed(Status(StatusCode::kUnavailable, ec.message()));
-      return;
-    }
-    OnConnected(std::move(*connecting_socket_));
-    connecting_socket_.reset();
-  };
+  endpoints_.clear();
   if (address_.kind == Address::Kind::kUnix) {
-    ++pending_ops_;
-    connecting_socket_->async_connect(asio::local::stream_protocol::endpoint(address_.path),
-                                      on_connect);
+    endpoints_.push_back(asio::local::stream_protocol::endpoint(address_.path));
+    ConnectNext(attempt, 0);
     return;
   }
-  ++pending_ops_;
   resolver_.async_resolve(
       address_.host, std::to_string(address_.port),
-      [this, attempt, on_connect](const asio::error_code& ec,
-                                  asio::ip::tcp::resolver::results_type results) {
-        --pending_ops_;
+      [this, attempt, holder = gate_.Enter()](const asio::error_code& ec,
+                                              asio::ip::tcp::resolver::results_type results) {
         if (attempt != connect_attempt_ || state_ != State::kConnecting) return;
         if (ec || results.empty()) {
           connect_timer_.cancel();
@@ -203,17 +206,49 @@ void ChannelImpl::Connect() {
                                  "cannot resolve " + address_.host + ": " + ec.message()));
           return;
         }
-        // TODO(cleanup): try every resolved address in turn (happy eyeballs) once name
-        // resolution and load balancing exist; the first address is used for now.
-        ++pending_ops_;
-        connecting_socket_->async_connect(results.begin()->endpoint(), on_connect);
+        std::vector<asio::generic::stream_protocol::endpoint> endpoints;
+        for (const auto& entry : results) endpoints.emplace_back(entry.endpoint());
+        endpoints_ = InterleaveFamilies(std::move(endpoints));
+        ConnectNext(attempt, 0);
+      });
+}
+
+// Tries endpoints_[index], then the next ones in turn until one connects.
+void ChannelImpl::ConnectNext(uint64_t attempt, size_t index) {
+  connecting_socket_ = std::make_unique<asio::generic::stream_protocol::socket>(*io_context_);
+  connecting_socket_->async_connect(
+      endpoints_[index],
+      [this, attempt, index, holder = gate_.Enter()](const asio::error_code& ec) {
+        if (attempt != connect_attempt_ || state_ != State::kConnecting) return;
+        if (ec) {
+          // The connect timer closes the socket when the whole attempt took too long: that
+          // ends the attempt rather than moving on.
+          const bool timed_out = !connecting_socket_->is_open();
+          if (!timed_out && index + 1 < endpoints_.size()) {
+            ConnectNext(attempt, index + 1);
+            return;
+          }
+          connect_timer_.cancel();
+          std::string message =
+              endpoints_.size() > 1
+                  ? "no address of " + address_.host + " accepted a connection (last: " +
+                        ec.message() + ")"
+                  : ec.message();
+          OnConnectFailed(Status(StatusCode::kUnavailable, std::move(message)));
+          return;
+        }
+        connect_timer_.cancel();
+        OnConnected(std::move(*connecting_socket_));
+        connecting_socket_.reset();
       });
 }
 
 void ChannelImpl::OnConnected(asio::generic::stream_protocol::socket socket) {
-  transport_ = new ClientTransport(*this, std::move(socket));
+  transports_.push_back(std::make_unique<ClientTransport>(*this, std::move(socket), gate_.Enter()));
+  transport_ = transports_.back().get();
   transport_->Start();
-  state_ = State::kReady;
+  SetState(State::kReady);
+  want_connection_ = false;
   current_backoff_ = std::chrono::milliseconds(0);
   std::vector<ClientCall*> waiting;
   waiting.swap(waiting_);
@@ -223,16 +258,15 @@ void ChannelImpl::OnConnected(asio::generic::stream_protocol::socket socket) {
 void ChannelImpl::OnConnectFailed(const Status& status) {
   last_failure_ = status;
   connecting_socket_.reset();
-  state_ = State::kBackoff;
+  SetState(State::kBackoff);
   std::vector<ClientCall*> waiting;
   waiting.swap(waiting_);
   for (ClientCall* call : waiting) {
     if (options_.wait_for_ready) {
       waiting_.push_back(call);
     } else {
-      call->FailBeforeStart(Status(StatusCode::kUnavailable, "failed to connect to " + target_ +
-                                                                 ": " +
-                                                                 std::string(status.message())));
+      call->Fail(Status(StatusCode::kUnavailable,
+                        "failed to connect to " + target_ + ": " + std::string(status.message())));
     }
   }
   ScheduleReconnect();
@@ -253,52 +287,46 @@ std::chrono::milliseconds ChannelImpl::NextBackoff() {
 }
 
 void ChannelImpl::ScheduleReconnect() {
-  ++pending_ops_;
   backoff_timer_.expires_after(NextBackoff());
-  backoff_timer_.async_wait([this](const asio::error_code& ec) {
-    --pending_ops_;
+  backoff_timer_.async_wait([this, holder = gate_.Enter()](const asio::error_code& ec) {
     if (ec || state_ != State::kBackoff) return;
-    state_ = State::kIdle;
-    if (!waiting_.empty()) Connect();
+    SetState(State::kIdle);
+    if (!waiting_.empty() || want_connection_) Connect();
   });
 }
 
 void ChannelImpl::OnTransportGoaway(ClientTransport* transport) {
   if (transport == transport_) {
-    draining_.push_back(transport);
     transport_ = nullptr;
-    if (state_ == State::kReady) state_ = State::kIdle;
+    if (state_ == State::kReady) SetState(State::kIdle);
   }
 }
 
 void ChannelImpl::OnTransportDone(ClientTransport* transport, const Status& /*reason*/) {
   if (transport == transport_) {
     transport_ = nullptr;
-    if (state_ == State::kReady) state_ = State::kIdle;
-  } else {
-    std::erase(draining_, transport);
+    if (state_ == State::kReady) SetState(State::kIdle);
   }
-  // Called from the transport's own callback: delete it from a fresh handler.
-  ++pending_ops_;
-  asio::post(*io_context_, [this, transport] {
-    --pending_ops_;
-    delete transport;
+  // Called from the transport's own callback: it is destroyed from a fresh handler.
+  asio::post(*io_context_, [this, transport, holder = gate_.Enter()] {
+    std::erase_if(transports_, [transport](const auto& t) { return t.get() == transport; });
   });
 }
 
 bool ChannelImpl::WaitForConnected(std::chrono::steady_clock::time_point deadline) {
-  RILL_CHECK_MSG(!OnReactor(), "WaitForConnected must not run on the channel's reactor");
-  for (;;) {
-    std::promise<State> state;
-    auto future = state.get_future();
-    asio::post(*io_context_, [this, &state] {
-      if (state_ == State::kIdle) Connect();
-      state.set_value(state_);
-    });
-    if (future.get() == State::kReady) return true;
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  if (ReactorPool::Current() != nullptr) {
+    Log(LogSeverity::kError,
+        "Channel::WaitForConnected() on a reactor thread would stall it; it returns false");
+    return false;
   }
+  asio::post(*io_context_, [this, holder = gate_.Enter()] {
+    want_connection_ = true;
+    if (state_ == State::kIdle) Connect();
+  });
+  std::unique_lock lock(state_mu_);
+  return state_cv_.wait_until(lock, deadline, [this] {
+    return published_state_ == State::kReady || published_state_ == State::kShutdown;
+  }) && published_state_ == State::kReady;
 }
 
 }  // namespace rill::internal

@@ -1,12 +1,21 @@
 // ChannelImpl: a client channel's connection management and call dispatch.
 //
 // One channel keeps at most one ready connection (a ClientTransport) to its target. It connects
-// on the first call, queues calls until the connection is ready, fails them (or keeps them,
-// with wait_for_ready) when a connection attempt fails, and reconnects with exponential backoff.
-// A connection that received GOAWAY finishes its calls while new calls go to a new connection.
+// on the first call, trying every address the target resolves to (families interleaved), queues
+// calls until the connection is ready, fails them (or keeps them, with wait_for_ready) when a
+// connection attempt fails, and reconnects with exponential backoff. A connection that received
+// GOAWAY finishes its calls while new calls go to a new connection.
 //
-// Thread safety: StartCall() and Shutdown() may be called from any thread; everything else runs
-// on the channel's reactor.
+// Ownership (docs/ownership.md): RefCounted. The user's Channel holds one reference, each
+// streaming call's user object another, and the reactor side one of its own: everything the
+// channel runs on its reactor (connections, calls, timers, posted work) holds its gate, and the
+// reactor side lets go of its reference once Close() was called and the gate drained. Close()
+// returns at once; a stream the user still holds keeps the channel (and its reactor) alive
+// until it is dropped. An owned reactor thread is joined by whoever drops the last reference,
+// or left to end by itself when that happens on a reactor thread.
+//
+// Thread safety: StartUnary(), StartStream(), WaitForConnected() and Close() may be called from
+// any thread; everything else runs on the channel's reactor.
 #ifndef RILL_SRC_RPC_CHANNEL_IMPL_H_
 #define RILL_SRC_RPC_CHANNEL_IMPL_H_
 
@@ -15,7 +24,9 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,6 +35,8 @@
 #include "rill/client_call.h"
 #include "rill/mem/buffer_pool.h"
 #include "rill/reactor_pool.h"
+#include "src/base/gate.h"
+#include "src/base/ref_counted.h"
 #include "src/rpc/compressor_set.h"
 #include "src/transport/address.h"
 
@@ -32,10 +45,12 @@ namespace rill::internal {
 class ClientCall;
 class ClientTransport;
 
-class ChannelImpl {
+class ChannelImpl : public RefCounted<ChannelImpl> {
  public:
+  // The caller owns the first reference (RefPtr::Adopt).
   ChannelImpl(std::string target, Address address, ChannelOptions options);
   ~ChannelImpl();
+  void OnLastUnref() { delete this; }
 
   [[nodiscard]] const std::string& target() const noexcept { return target_; }
   [[nodiscard]] const ChannelOptions& options() const noexcept { return options_; }
@@ -46,7 +61,7 @@ class ChannelImpl {
   [[nodiscard]] const CompressorSet& compressors() const noexcept { return compressors_; }
   [[nodiscard]] bool OnReactor() const noexcept { return ReactorPool::Current() == io_context_; }
 
-  // Starts a unary call (from any thread).
+  // Starts a unary call (from any thread). The request is serialized before this returns.
   void StartUnary(const MethodDescriptor& method, ClientContext& context,
                   const google::protobuf::MessageLite& request,
                   google::protobuf::MessageLite* response, detail::UnaryCompletion done);
@@ -55,17 +70,24 @@ class ChannelImpl {
   std::unique_ptr<ClientStreamCore> StartStream(const MethodDescriptor& method,
                                                 ClientContext& context);
 
-  // Blocks until connected or the deadline passes (not on the reactor).
+  // Blocks until connected or the deadline passes; false at once on a reactor thread.
   bool WaitForConnected(std::chrono::steady_clock::time_point deadline);
 
+  // The user's Channel is gone: every call still running is cancelled (CANCELLED), connections
+  // are closed, queued calls fail. With `wait` (never on a reactor thread) returns once that is
+  // done on the reactor, so that nothing of the channel runs any more except what streams the
+  // user still holds need; otherwise at once. Either way the caller then drops its reference.
+  void Close(bool wait);
+
   // Reactor side.
+  [[nodiscard]] Gate& gate() noexcept { return gate_; }
+  [[nodiscard]] bool closed() const noexcept { return state_ == State::kShutdown; }
+  // A pooled call object for a unary call (its one reference is the caller's).
   ClientCall* AcquireCall();
-  // Counts a call object made elsewhere (a stream's) as live.
-  void AdoptCall() { ++live_calls_; }
-  void ReleaseCall(ClientCall* call);
-  // Routes a call to the ready connection, or queues it until there is one.
+  // A unary call's last reference went: back to the pool.
+  void RecycleCall(ClientCall* call);
+  // Routes an admitted call to the ready connection, or queues it until there is one.
   void Dispatch(ClientCall* call);
-  void OnTransportReady(ClientTransport* transport);
   void OnTransportGoaway(ClientTransport* transport);
   void OnTransportDone(ClientTransport* transport, const Status& reason);
   // The server said our keepalive pings come too often: halve their rate.
@@ -75,45 +97,66 @@ class ChannelImpl {
   }
 
  private:
+  enum class State : uint8_t { kIdle, kConnecting, kReady, kBackoff, kShutdown };
+
+  // Joins (or abandons, on a reactor thread) an owned reactor pool; declared first, so it is
+  // destroyed after every member that uses the pool's io_context.
+  struct OwnedReactors {
+    std::unique_ptr<ReactorPool> pool;
+    ~OwnedReactors();
+  };
+
+  void SetState(State state);
   void Connect();
+  void ConnectNext(uint64_t attempt, size_t index);
   void OnConnected(asio::generic::stream_protocol::socket socket);
   void OnConnectFailed(const Status& status);
   void ScheduleReconnect();
   std::chrono::milliseconds NextBackoff();
-  // Runs `fn` on the reactor: inline when already there.
-  template <typename Fn>
-  void RunOnReactor(Fn&& fn);
+  void CloseOnReactor();
 
-  enum class State : uint8_t { kIdle, kConnecting, kReady, kBackoff, kShutdown };
-
+  OwnedReactors owned_;
   const std::string target_;
   const Address address_;
   ChannelOptions options_;
-  std::unique_ptr<ReactorPool> owned_reactors_;
   asio::io_context* io_context_;
   BufferPool* pool_;
   std::string authority_;
   std::string user_agent_;
   CompressorSet compressors_;
 
+  // Published connectivity, for WaitForConnected().
+  std::mutex state_mu_;
+  std::condition_variable state_cv_;
+  State published_state_ = State::kIdle;  // guarded by state_mu_
+
   // Reactor-confined state.
   State state_ = State::kIdle;
   ClientTransport* transport_ = nullptr;  // the connection new calls go to (ready or connecting)
-  std::vector<ClientTransport*> draining_;  // connections that got GOAWAY, finishing their calls
-  std::vector<ClientCall*> waiting_;        // calls waiting for a connection
-  std::vector<std::unique_ptr<ClientCall>> calls_;
+  std::vector<std::unique_ptr<ClientTransport>> transports_;  // every live connection
+  std::vector<ClientCall*> waiting_;                          // calls waiting for a connection
+  std::vector<std::unique_ptr<ClientCall>> calls_;            // every pooled call object
   std::vector<ClientCall*> free_calls_;
-  size_t live_calls_ = 0;
   asio::ip::tcp::resolver resolver_;
+  std::vector<asio::generic::stream_protocol::endpoint> endpoints_;  // of the current attempt
   std::unique_ptr<asio::generic::stream_protocol::socket> connecting_socket_;
   asio::steady_timer connect_timer_;
   asio::steady_timer backoff_timer_;
   std::chrono::milliseconds current_backoff_{0};
   std::minstd_rand rng_{std::random_device{}()};
   uint64_t connect_attempt_ = 0;
-  int pending_ops_ = 0;
+  bool want_connection_ = false;  // WaitForConnected() asked: reconnect without calls waiting
   Status last_failure_;
   std::chrono::milliseconds keepalive_time_;
+
+  Gate gate_;
+  RefPtr<ChannelImpl> reactor_ref_;  // the reactor side's own reference (see above)
+  // Close(wait = true): the closer waits for the drain and drops reactor_ref_ itself, so that
+  // the last reference (and the join of an owned reactor) goes on its thread.
+  std::mutex close_mu_;
+  std::condition_variable close_cv_;
+  bool closer_waits_ = false;  // guarded by close_mu_
+  bool drained_ = false;       // guarded by close_mu_
 };
 
 }  // namespace rill::internal

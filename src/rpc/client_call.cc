@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "rill/interceptor.h"
+#include "src/base/user_code.h"
 #include "src/rpc/call_headers.h"
 #include "src/rpc/channel_impl.h"
 #include "src/rpc/client_transport.h"
@@ -90,29 +91,38 @@ ClientCall::ClientCall(ChannelImpl& channel)
 
 ClientCall::~ClientCall() = default;
 
+void ClientCall::OnLastUnref() {
+  if (is_stream_) {
+    delete this;
+  } else {
+    channel_.RecycleCall(this);
+  }
+}
+
 void ClientCall::InitUnary(const MethodDescriptor& method, ClientContext& context,
-                           const google::protobuf::MessageLite& request,
-                           google::protobuf::MessageLite* response,
+                           BufferSlice request, google::protobuf::MessageLite* response,
                            detail::UnaryCompletion done) {
   InitCommon(method, context, /*stream=*/false);
-  request_ = &request;
   response_ = response;
   done_ = std::move(done);
+  out_.Push(std::move(request));
+  out_.Finish();  // unary: the request is the whole client stream
 }
 
 void ClientCall::InitStream(const MethodDescriptor& method, ClientContext& context) {
   InitCommon(method, context, /*stream=*/true);
   user_holds_ = true;
+  channel_ref_ = RefPtr<ChannelImpl>(&channel_);
 }
 
 void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& context, bool stream) {
   ++generation_;
   method_ = &method;
   context_ = &context;
-  request_ = nullptr;
   response_ = nullptr;
   transport_ = nullptr;
   stream_id_ = 0;
+  deadline_ = ClientContext::Clock::time_point::max();
   out_.Reset();
   http_status_ = 0;
   saw_grpc_content_type_ = false;
@@ -125,6 +135,7 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   inbound_.Reset(channel_.options().max_receive_message_size, /*credit_on_receipt=*/!stream);
   interceptors_started_ = 0;
   completed_ = false;
+  delivery_pending_ = false;
   stream_open_ = false;
   released_ = false;
   is_stream_ = stream;
@@ -132,57 +143,57 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   status_known_ = false;
   final_status_ = Status();
   remote_closed_ = false;
-  write_message_ = {};
+  write_bytes_.Free();
   read_message_ = nullptr;
+  finish_response_ = nullptr;
+  last_compressed_ = false;
+  user_gone_ = false;
+  end_reported_ = false;
   context.initial_metadata_.Clear();
   context.trailing_metadata_.Clear();
+  context.response_compressed_ = false;
 }
 
-bool ClientCall::Prepare() {
+template <typename Fn>
+void ClientCall::WithContext(Fn&& fn) {
+  if (!is_stream_) {
+    fn(*context_);
+    return;
+  }
+  std::lock_guard lock(user_mu_);
+  if (!user_gone_) fn(*context_);
+}
+
+Status ClientCall::Prepare() {
   bool cancelled;
   {
     std::lock_guard lock(context_->mu_);
     context_->call_ = this;
     cancelled = context_->cancelled_;
   }
-  if (cancelled) {
-    Complete(Status(StatusCode::kCancelled, "call cancelled before it started"));
-    return false;
-  }
+  if (cancelled) return Status(StatusCode::kCancelled, "call cancelled before it started");
   for (const auto& interceptor : channel_.options().interceptors) {
     ++interceptors_started_;
-    Status status = interceptor->OnCallStart(*context_, method_->path);
-    if (!status.ok()) {
-      Complete(std::move(status));
-      return false;
+    Status status;
+    try {
+      status = interceptor->OnCallStart(*context_, method_->path);
+    } catch (...) {
+      status = StatusForUserException("a client interceptor's OnCallStart", method_->path);
     }
+    if (!status.ok()) return status;
   }
-  const auto deadline = context_->deadline();
+  deadline_ = context_->deadline();
   const auto now = ClientContext::Clock::now();
-  if (deadline != ClientContext::Clock::time_point::max() && deadline <= now) {
-    Complete(Status(StatusCode::kDeadlineExceeded, "deadline exceeded before the call started"));
-    return false;
+  if (deadline_ != ClientContext::Clock::time_point::max() && deadline_ <= now) {
+    return Status(StatusCode::kDeadlineExceeded, "deadline exceeded before the call started");
   }
   const std::string_view compression = context_->compression();
   if (!compression.empty() && compression != "identity") {
     request_compressor_ = channel_.compressors().Find(compression);
     if (request_compressor_ == nullptr) {
-      Complete(Status(StatusCode::kInternal,
-                      "the channel has no compressor \"" + std::string(compression) + "\""));
-      return false;
+      return Status(StatusCode::kInternal,
+                    "the channel has no compressor \"" + std::string(compression) + "\"");
     }
-  }
-  Status status;
-  if (!is_stream_) {
-    BufferSlice message;
-    status = EncodeMessage(*request_, request_compressor_, channel_.options().min_compress_size,
-                           channel_.options().max_send_message_size, channel_.pool(), message);
-    if (!status.ok()) {
-      Complete(std::move(status));
-      return false;
-    }
-    out_.Push(std::move(message));
-    out_.Finish();  // unary: the request is the whole client stream
   }
 
   // Strings owned by the channel or generated code outlive the HEADERS frame: no copies.
@@ -202,18 +213,14 @@ bool ClientCall::Prepare() {
     headers_.AddStatic("grpc-encoding", request_compressor_->name());
   }
   headers_.AddStatic("grpc-accept-encoding", channel_.compressors().accept_encoding());
-  if (deadline != ClientContext::Clock::time_point::max()) {
+  if (deadline_ != ClientContext::Clock::time_point::max()) {
     char timeout[kMaxTimeoutEncodedSize];
-    const size_t n = EncodeTimeout(deadline - now, timeout);
+    const size_t n = EncodeTimeout(deadline_ - now, timeout);
     headers_.AddStaticName("grpc-timeout", std::string_view(timeout, n));
   }
-  status = AppendMetadata(context_->metadata(), headers_, scratch_);
-  if (!status.ok()) {
-    Complete(std::move(status));
-    return false;
-  }
-  if (deadline != ClientContext::Clock::time_point::max()) ArmDeadline();
-  return true;
+  // The context's metadata is copied into the header block here: a stream's context need not
+  // be touched again.
+  return AppendMetadata(context_->metadata(), headers_, scratch_);
 }
 
 void ClientCall::StartOn(ClientTransport& transport) {
@@ -236,11 +243,19 @@ void ClientCall::StartOn(ClientTransport& transport) {
     return;
   }
   transport.connection().ScheduleFlush();
-  std::lock_guard lock(context_->mu_);
-  context_->peer_ = transport.connection().peer();
+  WithContext([&](ClientContext& context) {
+    std::lock_guard lock(context.mu_);
+    context.peer_ = transport.connection().peer();
+  });
 }
 
-void ClientCall::FailBeforeStart(Status status) { Complete(std::move(status)); }
+void ClientCall::Fail(Status status) { Complete(std::move(status)); }
+
+void ClientCall::Admit(Gate::Holder holder) {
+  gate_holder_ = std::move(holder);
+  // The deadline runs from here, also while the call waits for a connection.
+  if (!completed_ && deadline_ != ClientContext::Clock::time_point::max()) ArmDeadline();
+}
 
 void ClientCall::OnHeader(HeadersKind kind, std::string_view name, std::string_view value) {
   if (completed_) return;
@@ -260,8 +275,10 @@ void ClientCall::OnHeader(HeadersKind kind, std::string_view name, std::string_v
     grpc_details_.clear();
     if (!Base64Decode(value, grpc_details_)) grpc_details_.clear();
   } else {
-    Metadata& target = kind == HeadersKind::kTrailers ? context_->trailing_metadata_
-                                                      : context_->initial_metadata_;
+    const bool trailers = kind == HeadersKind::kTrailers;
+    Metadata& target =
+        is_stream_ ? (trailers ? stream_trailing_metadata_ : stream_initial_metadata_)
+                   : (trailers ? context_->trailing_metadata_ : context_->initial_metadata_);
     AddReceivedMetadata(name, value, target, scratch_);
   }
 }
@@ -271,7 +288,11 @@ void ClientCall::OnHeadersEnd(HeadersKind kind, bool end_stream) {
   if (kind == HeadersKind::kResponse) {
     if (end_stream) {
       // Trailers-only: its metadata is the call's trailing metadata.
-      std::swap(context_->initial_metadata_, context_->trailing_metadata_);
+      if (is_stream_) {
+        std::swap(stream_initial_metadata_, stream_trailing_metadata_);
+      } else {
+        std::swap(context_->initial_metadata_, context_->trailing_metadata_);
+      }
       Complete(StatusFromResponse());
     } else if (http_status_ != 200 || !saw_grpc_content_type_) {
       // Not a gRPC response: no point waiting for trailers that will not come.
@@ -337,12 +358,12 @@ Status ClientCall::StatusFromResponse() {
 
 void ClientCall::OnStreamClosed(uint32_t error_code) {
   stream_open_ = false;
+  if (!completed_) {
+    Complete(error_code == kHttp2NoError ? StatusFromResponse() : StatusForReset(error_code));
+  }
   if (transport_ != nullptr) {
     transport_->DetachCall(this);
     transport_ = nullptr;
-  }
-  if (!completed_) {
-    Complete(error_code == kHttp2NoError ? StatusFromResponse() : StatusForReset(error_code));
   }
   MaybeRelease();
 }
@@ -351,18 +372,23 @@ void ClientCall::OnConnectionLost(const Status& reason) {
   stream_open_ = false;
   transport_ = nullptr;
   if (!completed_) {
-    Complete(Status(StatusCode::kUnavailable, "connection lost: " + std::string(reason.message())));
+    Complete(channel_.closed()
+                 ? Status(StatusCode::kCancelled, "channel closed")
+                 : Status(StatusCode::kUnavailable,
+                          "connection lost: " + std::string(reason.message())));
   }
   MaybeRelease();
 }
 
 void ClientCall::RequestCancel() {
-  const uint64_t generation = generation_;
-  asio::post(channel_.io_context(), [this, generation] {
-    if (generation == generation_ && !completed_) {
-      Cancel(Status(StatusCode::kCancelled, "call cancelled by the client"));
-    }
-  });
+  // The reference keeps the object (and, through its gate hold or its stream, the channel)
+  // alive until the reactor ran this; the generation tells a later call on a reused object.
+  asio::post(channel_.io_context(),
+             [call = RefPtr<ClientCall>(this), generation = generation_] {
+               if (generation == call->generation_ && !call->completed_ && !call->released_) {
+                 call->Cancel(Status(StatusCode::kCancelled, "call cancelled by the client"));
+               }
+             });
 }
 
 void ClientCall::Cancel(Status status) {
@@ -377,7 +403,7 @@ void ClientCall::Cancel(Status status) {
 
 void ClientCall::ArmDeadline() {
   deadline_armed_ = true;
-  deadline_timer_.expires_at(context_->deadline());
+  deadline_timer_.expires_at(deadline_);
   deadline_timer_.async_wait([this, generation = generation_](const asio::error_code& ec) {
     if (generation != generation_) return;
     deadline_armed_ = false;
@@ -392,16 +418,71 @@ void ClientCall::Complete(Status status) {
   if (completed_) return;
   completed_ = true;
   if (deadline_armed_) deadline_timer_.cancel();
+  pending_status_ = std::move(status);
+  delivery_pending_ = true;
+  if (InsideHttp2Session() && transport_ != nullptr) {
+    // User code must not run inside nghttp2's callbacks: deliver once the step is over.
+    if (!deferred_) {
+      deferred_ = true;
+      transport_->Defer(this);
+    }
+    return;
+  }
+  if (starting_) {
+    // Inside the user's own starting call: a completion must not run from there.
+    Post(finish_slot_, [] {});
+    return;
+  }
+  Deliver();
+}
+
+void ClientCall::RunDeferred() {
+  deferred_ = false;
+  if (delivery_pending_) Deliver();
+  MaybeRelease();
+}
+
+void ClientCall::RunInterceptorsEnd(Status& status) {
   const auto& interceptors = channel_.options().interceptors;
-  while (interceptors_started_ > 0) {
-    --interceptors_started_;
-    interceptors[interceptors_started_]->OnCallEnd(*context_, method_->path, status);
+  auto run = [&](ClientContext& context) {
+    if (end_reported_) return;
+    end_reported_ = true;
+    while (interceptors_started_ > 0) {
+      --interceptors_started_;
+      try {
+        interceptors[interceptors_started_]->OnCallEnd(context, method_->path, status);
+      } catch (...) {
+        status = StatusForUserException("a client interceptor's OnCallEnd", method_->path);
+      }
+    }
+  };
+  if (!is_stream_) {
+    run(*context_);
+    return;
   }
-  {
-    std::lock_guard lock(context_->mu_);
-    context_->call_ = nullptr;
-  }
+  std::lock_guard lock(user_mu_);
+  if (!user_gone_) run(*context_);
+}
+
+void ClientCall::Deliver() {
+  if (!delivery_pending_) return;
+  delivery_pending_ = false;
+  Status status = std::move(pending_status_);
+  RunInterceptorsEnd(status);
   if (is_stream_) {
+    {
+      std::lock_guard lock(user_mu_);
+      if (!user_gone_) {
+        {
+          std::lock_guard context_lock(context_->mu_);
+          context_->call_ = nullptr;
+        }
+        std::swap(context_->initial_metadata_, stream_initial_metadata_);
+        std::swap(context_->trailing_metadata_, stream_trailing_metadata_);
+      }
+    }
+    stream_initial_metadata_.Clear();
+    stream_trailing_metadata_.Clear();
     // Messages already received stay readable; pending operations learn the outcome.
     final_status_ = std::move(status);
     status_known_ = true;
@@ -414,6 +495,10 @@ void ClientCall::Complete(Status status) {
     MaybeRelease();
     return;
   }
+  {
+    std::lock_guard lock(context_->mu_);
+    context_->call_ = nullptr;
+  }
   inbound_.Clear();
   // The completion may start the next call or destroy the context: touch neither afterwards.
   context_ = nullptr;
@@ -425,21 +510,22 @@ void ClientCall::Complete(Status status) {
 template <typename Slot, typename Fn>
 void ClientCall::Post(Slot& slot, Fn fn) {
   ++queued_completions_;
-  asio::post(channel_.io_context(), slot.Bind([this, fn = std::move(fn)]() mutable {
-    // Asio freed the slot before running this, so the call may be released here (a stream's
-    // call is deleted from a later handler); `fn` touches only what it holds.
-    --queued_completions_;
-    MaybeRelease();
-    fn();
-  }));
+  asio::post(channel_.io_context(),
+             slot.Bind([call = RefPtr<ClientCall>(this), fn = std::move(fn)]() mutable {
+               // Asio freed the slot before running this; the reference keeps the call.
+               --call->queued_completions_;
+               call->Deliver();  // a completion put off from inside the user's starting call
+               fn();
+               call->MaybeRelease();
+             }));
 }
 
-void ClientCall::StartWrite(OutgoingMessage message, bool last, bool no_compression,
+void ClientCall::StartWrite(BufferSlice bytes, Status encode_status, bool last,
                             detail::Completion<void(bool)> done) {
   RILL_CHECK_MSG(!write_done_, "a second Write() while one is outstanding");
-  write_message_ = message;
+  write_bytes_ = std::move(bytes);
+  write_status_ = std::move(encode_status);
   write_last_ = last;
-  write_no_compression_ = no_compression;
   write_done_ = std::move(done);
   TryWrite();
 }
@@ -447,27 +533,18 @@ void ClientCall::StartWrite(OutgoingMessage message, bool last, bool no_compress
 void ClientCall::TryWrite() {
   if (!write_done_) return;
   if (completed_ || out_.finished()) {
-    write_message_ = {};
+    write_bytes_.Free();
     Post(write_slot_, [done = std::move(write_done_)]() mutable { done(false); });
+    return;
+  }
+  if (!write_status_.ok()) {
+    // The message could not be encoded (too large, say): that fails the call, which says why.
+    Post(write_slot_, [done = std::move(write_done_)]() mutable { done(false); });
+    Cancel(std::exchange(write_status_, Status()));
     return;
   }
   if (out_.queued_bytes() >= kWriteQuota) return;  // OnDataFramed retries
-  BufferSlice bytes;
-  Compressor* compressor = write_no_compression_ ? nullptr : request_compressor_;
-  const ChannelOptions& options = channel_.options();
-  Status status =
-      write_message_.prepared != nullptr
-          ? EncodePrepared(*write_message_.prepared, compressor, options.min_compress_size,
-                           options.max_send_message_size, channel_.pool(), bytes)
-          : EncodeMessage(*write_message_.message, compressor, options.min_compress_size,
-                          options.max_send_message_size, channel_.pool(), bytes);
-  write_message_ = {};
-  if (!status.ok()) {
-    Post(write_slot_, [done = std::move(write_done_)]() mutable { done(false); });
-    Cancel(std::move(status));
-    return;
-  }
-  out_.Push(std::move(bytes));
+  out_.Push(std::move(write_bytes_));
   if (write_last_) out_.Finish();
   if (stream_open_) {
     transport_->session().Resume(stream_id_, &out_);
@@ -502,7 +579,10 @@ void ClientCall::TryRead() {
   if (!inbound_.empty()) {
     Message next = inbound_.Pop(stream_open_ ? &transport_->session() : nullptr, stream_id_);
     if (stream_open_) transport_->connection().ScheduleFlush();
-    if (context_ != nullptr) context_->response_compressed_ = next.compressed;
+    if (next.compressed != last_compressed_) {
+      last_compressed_ = next.compressed;
+      WithContext([&](ClientContext& context) { context.response_compressed_ = next.compressed; });
+    }
     Status status = DecodeMessage(std::move(next), response_encoding_, channel_.compressors(),
                                   channel_.options().max_receive_message_size, channel_.pool(),
                                   /*server=*/false, *read_message_);
@@ -524,14 +604,41 @@ void ClientCall::TryRead() {
   Post(read_slot_, [done = std::move(read_done_), ok]() mutable { done(ok); });
 }
 
-void ClientCall::StartFinish(detail::Completion<void(Status)> done) {
+void ClientCall::StartFinish(google::protobuf::MessageLite* response,
+                             detail::Completion<void(Status)> done) {
+  RILL_CHECK_MSG(!finish_done_, "a second Finish() while one is outstanding");
+  finish_response_ = response;
   finish_done_ = std::move(done);
+  if (response != nullptr && !completed_ && !out_.finished()) {
+    out_.Finish();
+    if (stream_open_) {
+      transport_->session().Resume(stream_id_, &out_);
+      transport_->connection().ScheduleFlush();
+    }
+  }
   TryFinish();
 }
 
 void ClientCall::TryFinish() {
   if (!finish_done_ || !status_known_) return;
-  Post(finish_slot_, [done = std::move(finish_done_), status = final_status_]() mutable {
+  Status status = final_status_;
+  if (finish_response_ != nullptr && status.ok()) {
+    // Client streaming: exactly one response message.
+    if (inbound_.empty()) {
+      status = Status(StatusCode::kInternal, "server sent no response message");
+    } else {
+      Message message = inbound_.Pop(nullptr, stream_id_);
+      status = DecodeMessage(std::move(message), response_encoding_, channel_.compressors(),
+                             channel_.options().max_receive_message_size, channel_.pool(),
+                             /*server=*/false, *finish_response_);
+      if (status.ok() && !inbound_.empty()) {
+        status = Status(StatusCode::kInternal, "server sent more than one response message");
+      }
+    }
+    inbound_.Clear();
+  }
+  finish_response_ = nullptr;
+  Post(finish_slot_, [done = std::move(finish_done_), status = std::move(status)]() mutable {
     done(std::move(status));
   });
 }
@@ -540,25 +647,66 @@ void ClientCall::OnDataFramed(size_t /*bytes*/) {
   if (out_.queued_bytes() < kWriteQuota) TryWrite();
 }
 
+void ClientCall::DetachUser() {
+  std::lock_guard lock(user_mu_);
+  if (!end_reported_) {
+    // The call has not ended yet (or its end is not delivered): interceptors hear of it now,
+    // while the context still exists. The reactor sees end_reported_ and skips them.
+    end_reported_ = true;
+    Status status(StatusCode::kCancelled, "stream destroyed before it finished");
+    const auto& interceptors = channel_.options().interceptors;
+    while (interceptors_started_ > 0) {
+      --interceptors_started_;
+      try {
+        interceptors[interceptors_started_]->OnCallEnd(*context_, method_->path, status);
+      } catch (...) {
+        LogUserException("a client interceptor's OnCallEnd");
+      }
+    }
+  }
+  {
+    std::lock_guard context_lock(context_->mu_);
+    if (context_->call_ == this) context_->call_ = nullptr;
+  }
+  user_gone_ = true;
+}
+
 void ClientCall::OnUserGone() {
   user_holds_ = false;
   if (!completed_) Cancel(Status(StatusCode::kCancelled, "stream destroyed before it finished"));
-  // Nobody will collect these any more.
-  write_done_ = {};
-  read_done_ = {};
-  finish_done_ = {};
+  // Operations still pending complete now (as an Asio object's do when it is destroyed).
+  if (write_done_) {
+    write_bytes_.Free();
+    Post(write_slot_, [done = std::move(write_done_)]() mutable { done(false); });
+  }
+  if (read_done_) {
+    read_message_ = nullptr;
+    Post(read_slot_, [done = std::move(read_done_)]() mutable { done(false); });
+  }
+  if (finish_done_ && !status_known_) {
+    finish_response_ = nullptr;
+    Post(finish_slot_, [done = std::move(finish_done_)]() mutable {
+      done(Status(StatusCode::kCancelled, "stream destroyed before it finished"));
+    });
+  }
   MaybeRelease();
 }
 
 void ClientCall::MaybeRelease() {
-  if (released_ || !completed_ || stream_open_ || deadline_armed_ || user_holds_ ||
-      queued_completions_ > 0) {
+  if (released_ || !completed_ || delivery_pending_ || deferred_ || stream_open_ ||
+      deadline_armed_ || queued_completions_ > 0) {
     return;
   }
+  // Nothing runs for the call on the reactor any more: the channel need not wait for it. A
+  // stream the user still holds keeps the object (and, through channel_ref_, the channel).
+  gate_holder_.Release();
+  if (user_holds_) return;
   released_ = true;
   out_.Reset();
   inbound_.Clear();
-  channel_.ReleaseCall(this);
+  write_bytes_.Free();
+  Gate::Holder holder = std::move(gate_holder_);
+  Unref();  // the reactor's reference; the call may be gone after this
 }
 
 }  // namespace internal

@@ -1,26 +1,39 @@
-// ClientCall: one RPC on the client, from Start() to its completion.
+// ClientCall: one RPC on the client, from its start to its completion.
 //
-// The request is serialized into pooled buffers and queued on the stream's OutboundStream with
-// the request headers (grpc-timeout from the deadline, metadata with -bin values base64-encoded).
-// The response's DATA views go through a MessageDeframer; the status comes from the trailers (or
-// a trailers-only response, or an RST_STREAM / lost connection / HTTP error status mapped as
-// gRPC specifies).
+// The request headers (grpc-timeout from the deadline, metadata with -bin values base64-encoded)
+// and the request messages, serialized into pooled buffers before the starting call returned,
+// are queued on the stream's OutboundStream. The response's DATA views go through an
+// InboundQueue; the status comes from the trailers (or a trailers-only response, or an
+// RST_STREAM / lost connection / HTTP error status mapped as gRPC specifies).
 //
-// Call objects are pooled by their channel and reused; a call is released once its completion
-// has run and its stream is gone. TryCancel() from another thread reaches the call through a
-// post to the reactor, guarded by a generation number so a late cancel never touches the next
-// call that reuses the object.
+// Ownership (docs/ownership.md): a call is RefCounted. While it runs on the reactor (from
+// dispatch until it completed, its stream closed, its deadline timer and queued completions
+// finished) it holds one reference of its own and a hold on its channel's gate. A unary call is
+// pooled by its channel: its last reference sends it back to the pool. A streaming call is
+// also referenced by the user's stream object and deleted by its last reference, which keeps
+// its channel alive meanwhile.
 //
-// Thread safety: reactor-confined (except where noted).
+// User code: interceptors' OnCallEnd and the completions never run inside the HTTP/2 session's
+// callbacks: a call that completes there is queued on its transport and delivered once the
+// session step ended.
+//
+// The user's ClientContext: a unary call's context outlives the call (the API's contract), so
+// the reactor writes results into it directly. A stream's context may go with the stream
+// object at any time; the reactor touches it only under `user_mu_` and not after DetachUser().
+//
+// Thread safety: reactor-confined, except where noted.
 #ifndef RILL_SRC_RPC_CLIENT_CALL_H_
 #define RILL_SRC_RPC_CLIENT_CALL_H_
 
 #include <asio/steady_timer.hpp>
 #include <cstdint>
+#include <mutex>
 #include <string>
 
 #include "rill/client_call.h"
 #include "rill/client_context.h"
+#include "src/base/gate.h"
+#include "src/base/ref_counted.h"
 #include "src/http2/header_block.h"
 #include "src/http2/http2_session.h"
 #include "src/rpc/handler_slot.h"
@@ -31,41 +44,63 @@ namespace rill::internal {
 class ChannelImpl;
 class ClientTransport;
 
-class ClientCall {
+class ClientCall : public RefCounted<ClientCall> {
  public:
   explicit ClientCall(ChannelImpl& channel);
   ~ClientCall();
   ClientCall(const ClientCall&) = delete;
   ClientCall& operator=(const ClientCall&) = delete;
 
-  // Sets the call up (on the reactor); Dispatch follows.
-  void InitUnary(const MethodDescriptor& method, ClientContext& context,
-                 const google::protobuf::MessageLite& request,
+  // Pooled unary calls go back to their channel; streaming calls are deleted.
+  void OnLastUnref();
+
+  // Sets a unary call up (on the reactor) with its request already encoded. Dispatch follows.
+  void InitUnary(const MethodDescriptor& method, ClientContext& context, BufferSlice request,
                  google::protobuf::MessageLite* response, detail::UnaryCompletion done);
-  // Sets a streaming call up (on the reactor). The object is not pooled: it belongs to the
-  // user's stream object until OnUserGone(), and deletes itself once also complete and closed.
+  // Sets a streaming call up (on the calling thread, before the call reaches the reactor).
   void InitStream(const MethodDescriptor& method, ClientContext& context);
-  // False for stream calls, which the channel deletes instead of pooling.
-  bool pooled = true;
-  // Runs interceptors, checks the deadline and prepares the request; false when the call
-  // already completed (rejected by an interceptor, deadline passed, request too large).
-  bool Prepare();
+  // Runs interceptors, checks the deadline, picks the compressor and builds the request
+  // headers. A non-OK status fails the call (Fail()). Unary: on the reactor; streams: on the
+  // calling thread.
+  Status Prepare();
+  [[nodiscard]] bool is_stream() const noexcept { return is_stream_; }
+  // The compressor for request messages (after Prepare; null for none).
+  [[nodiscard]] Compressor* request_compressor() const noexcept { return request_compressor_; }
+
+  // On the reactor: the call is in the channel's hands (holds its gate) until released; its
+  // deadline timer starts.
+  void Admit(Gate::Holder holder);
+  // Set while the user's starting call runs on the reactor: a completion reached meanwhile is
+  // posted instead of run inside it.
+  void set_starting(bool starting) noexcept { starting_ = starting; }
+  // Opens the stream on `transport`.
+  void StartOn(ClientTransport& transport);
+  // Fails the call before it got a stream (a connection attempt failed, the channel closed,
+  // Prepare() failed).
+  void Fail(Status status);
 
   // Streaming operations (on the reactor). Each completion runs from a fresh handler, queued
   // without a heap allocation (one slot per kind: at most one write or WritesDone, one read and
-  // one finish are outstanding).
-  void StartWrite(OutgoingMessage message, bool last, bool no_compression,
+  // one finish are outstanding). `bytes` were encoded on the caller's thread (or failed to be,
+  // with `encode_status`).
+  void StartWrite(BufferSlice bytes, Status encode_status, bool last,
                   detail::Completion<void(bool)> done);
   void StartWritesDone(detail::Completion<void(bool)> done);
   void StartRead(google::protobuf::MessageLite* message, detail::Completion<void(bool)> done);
-  void StartFinish(detail::Completion<void(Status)> done);
-  // The user's stream object is gone: an unfinished call is cancelled.
+  // Completes with the status; with `response`, half-closes first and decodes the one response
+  // message into it (client streaming).
+  void StartFinish(google::protobuf::MessageLite* response,
+                   detail::Completion<void(Status)> done);
+
+  // The user's stream object is going (called on the user's thread, before OnUserGone is
+  // posted): the reactor no longer touches the ClientContext, and interceptors whose
+  // OnCallStart ran hear the end now if they have not yet. Thread-safe.
+  void DetachUser();
+  // On the reactor, after DetachUser(): an unfinished call is cancelled, and pending
+  // operations complete (false / CANCELLED).
   void OnUserGone();
+
   void OnDataFramed(size_t bytes);
-  // Opens the stream on `transport`.
-  void StartOn(ClientTransport& transport);
-  // Fails the call before it got a stream (connection attempt failed, channel shut down).
-  void FailBeforeStart(Status status);
 
   // Stream events from the transport.
   void OnHeader(HeadersKind kind, std::string_view name, std::string_view value);
@@ -74,8 +109,12 @@ class ClientCall {
   void OnRemoteEnd();
   void OnStreamClosed(uint32_t error_code);
   void OnConnectionLost(const Status& reason);
+  // The transport's deferred list: a completion reached inside the session step.
+  void RunDeferred();
+  ClientCall* next_deferred = nullptr;
 
-  // From ClientContext::TryCancel (any thread): posts the cancel to the reactor.
+  // From ClientContext::TryCancel and cancellation slots (any thread): posts the cancel to the
+  // reactor. Thread-safe.
   void RequestCancel();
 
   // Bookkeeping for ClientTransport (index into its call list).
@@ -84,7 +123,11 @@ class ClientCall {
 
  private:
   void InitCommon(const MethodDescriptor& method, ClientContext& context, bool stream);
+  // Marks the call complete with `status`; delivers it (interceptors' OnCallEnd, then the
+  // completion) at once, or after the session step when inside one.
   void Complete(Status status);
+  void Deliver();
+  void RunInterceptorsEnd(Status& status);
   void TryWrite();
   void TryRead();
   void TryFinish();
@@ -96,13 +139,15 @@ class ClientCall {
   void ArmDeadline();
   void MaybeRelease();
   Status StatusFromResponse();
+  // Runs `fn(context)` if the user's context may still be touched (see the file comment).
+  template <typename Fn>
+  void WithContext(Fn&& fn);
 
   ChannelImpl& channel_;
-  uint64_t generation_ = 0;  // bumped at each InitUnary; a stale cancel carries an old value
+  uint64_t generation_ = 0;  // bumped at each Init; a stale cancel carries an old value
 
   const MethodDescriptor* method_ = nullptr;
   ClientContext* context_ = nullptr;
-  const google::protobuf::MessageLite* request_ = nullptr;
   google::protobuf::MessageLite* response_ = nullptr;
   detail::UnaryCompletion done_;
 
@@ -111,6 +156,7 @@ class ClientCall {
   OutboundStream out_;
   HeaderBlock headers_;
   std::string scratch_;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
 
   // Response.
   int http_status_ = 0;
@@ -120,37 +166,55 @@ class ClientCall {
   std::string grpc_message_;
   std::string grpc_details_;
   InboundQueue inbound_;
+  // A stream's metadata, handed to its context when the call completes.
+  Metadata stream_initial_metadata_;
+  Metadata stream_trailing_metadata_;
+  bool last_compressed_ = false;  // what the context last heard of response compression
 
   // Streaming state.
   static constexpr size_t kWriteQuota = 64 * 1024;
   bool is_stream_ = false;
-  bool user_holds_ = false;       // the user's stream object still exists
-  bool status_known_ = false;     // the final status is in final_status_
+  bool user_holds_ = false;    // the user's stream object still exists (reactor's view)
+  bool status_known_ = false;  // the final status is in final_status_
   Status final_status_;
   bool remote_closed_ = false;
-  OutgoingMessage write_message_;  // a write waiting for quota
+  BufferSlice write_bytes_;  // a write waiting for quota
+  Status write_status_;      // why its encoding failed
   bool write_last_ = false;
-  bool write_no_compression_ = false;
   Compressor* request_compressor_ = nullptr;
   std::string response_encoding_;
   detail::Completion<void(bool)> write_done_;
   google::protobuf::MessageLite* read_message_ = nullptr;  // a read waiting for a message
   detail::Completion<void(bool)> read_done_;
+  google::protobuf::MessageLite* finish_response_ = nullptr;
   detail::Completion<void(Status)> finish_done_;
   // Where the queued completions live: Asio's operation header, the completion, its argument
-  // and this call's pointer.
-  using CompletionSlot = HandlerSlot<208>;
+  // and this call's reference.
+  using CompletionSlot = HandlerSlot<256>;
   CompletionSlot write_slot_;  // Write() and WritesDone()
   CompletionSlot read_slot_;
   CompletionSlot finish_slot_;
   int queued_completions_ = 0;  // posted, not yet run
 
+  // The user's side of a stream (any thread, under user_mu_).
+  std::mutex user_mu_;
+  bool user_gone_ = false;     // DetachUser() ran: the context is off limits
+  bool end_reported_ = false;  // interceptors' OnCallEnd ran (or had nothing to run)
+
   size_t interceptors_started_ = 0;
   asio::steady_timer deadline_timer_;
+  Status pending_status_;         // set by Complete(), delivered by Deliver()
+  bool delivery_pending_ = false;
+  bool deferred_ = false;         // in a transport's deferred list
+  bool starting_ = false;         // inside the user's starting call: completions are posted
   bool deadline_armed_ = false;
   bool completed_ = false;
   bool stream_open_ = false;
   bool released_ = true;
+  Gate::Holder gate_holder_;
+  // A stream keeps its channel (and the reactor it runs on) alive while anything — the user's
+  // stream object, a queued completion — refers to it.
+  RefPtr<ChannelImpl> channel_ref_;
 };
 
 }  // namespace rill::internal

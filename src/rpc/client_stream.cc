@@ -1,84 +1,115 @@
 // The client's streaming calls: the object behind ClientReaderWriter / ClientReader /
 // ClientWriter, and their blocking forms.
+#include <asio/post.hpp>
 #include <condition_variable>
-#include <future>
 #include <mutex>
 #include <optional>
 
 #include "rill/client_call.h"
+#include "rill/log.h"
 #include "src/rpc/channel_impl.h"
 #include "src/rpc/client_call.h"
+#include "src/rpc/codec.h"
 
 namespace rill {
 namespace internal {
 namespace {
 
-// Owns the user's side of a streaming call. Every operation hops to the channel's reactor
-// (inline when already there); the ClientCall lives on the reactor and deletes itself once the
-// call completed, its stream closed and this object is gone.
+// Cancels the whole call when the operation's cancellation slot fires (any cancellation type:
+// a gRPC call cannot be partly cancelled).
+struct CancelCall {
+  RefPtr<ClientCall> call;
+  void operator()(asio::cancellation_type type) const {
+    if (type != asio::cancellation_type::none) call->RequestCancel();
+  }
+};
+
+template <typename Signature>
+void InstallCancellation(detail::Completion<Signature>& done, ClientCall* call) {
+  asio::cancellation_slot slot = done.cancellation_slot();
+  if (slot.is_connected()) slot.template emplace<CancelCall>(CancelCall{RefPtr<ClientCall>(call)});
+}
+
+// Owns the user's side of a streaming call. Setting the call up (interceptors, headers) and
+// encoding each message happen on the caller's thread, before the operation returns; the rest
+// hops to the channel's reactor (inline when already there). The stream holds a reference to
+// its call and to its channel, so both outlive the user's Channel when need be; dropping it
+// never waits for the reactor.
 class ClientStream final : public ClientStreamCore {
  public:
   ClientStream(ChannelImpl& channel, const MethodDescriptor& method, ClientContext& context)
-      : channel_(channel), call_(new ClientCall(channel)) {
-    call_->pooled = false;
-    OnReactor([channel = &channel_, call = call_, method = &method, context = &context] {
-      channel->AdoptCall();
-      call->InitStream(*method, *context);
-      if (call->Prepare()) channel->Dispatch(call);
+      : channel_(&channel), call_(RefPtr<ClientCall>::Adopt(new ClientCall(channel))) {
+    call_->InitStream(method, context);
+    Status prepared = call_->Prepare();
+    // The reactor's own reference to the call; it lets go once the call is over there.
+    call_->Ref();
+    OnReactor([channel = channel_.get(), call = call_.get(), prepared = std::move(prepared),
+               holder = channel_->gate().Enter()]() mutable {
+      call->Admit(std::move(holder));
+      if (prepared.ok()) {
+        channel->Dispatch(call);
+      } else {
+        call->Fail(std::move(prepared));
+      }
     });
   }
-  // Waits for the reactor when called elsewhere: cancelling an unfinished call still uses its
-  // ClientContext (interceptors, the context's call pointer), which the caller may destroy right
-  // after the stream.
+
   ~ClientStream() override {
-    if (channel_.OnReactor()) {
-      call_->OnUserGone();
-      return;
-    }
-    std::promise<void> gone;
-    asio::post(channel_.io_context(), [call = call_, &gone] {
-      call->OnUserGone();
-      gone.set_value();
-    });
-    gone.get_future().wait();
+    call_->DetachUser();
+    OnReactor([call = call_] { call->OnUserGone(); });
   }
 
   void StartWrite(OutgoingMessage message, WriteOptions options, bool last,
                   detail::Completion<void(bool)> done) override {
-    OnReactor([call = call_, message, last, no_compression = options.no_compression,
+    // Encoded now: the caller may change or free its message once this returns.
+    BufferSlice bytes;
+    Compressor* compressor = options.no_compression ? nullptr : call_->request_compressor();
+    const ChannelOptions& o = channel_->options();
+    Status status =
+        message.prepared != nullptr
+            ? EncodePrepared(*message.prepared, compressor, o.min_compress_size,
+                             o.max_send_message_size, channel_->pool(), bytes)
+            : EncodeMessage(*message.message, compressor, o.min_compress_size,
+                            o.max_send_message_size, channel_->pool(), bytes);
+    InstallCancellation(done, call_.get());
+    OnReactor([call = call_, bytes = std::move(bytes), status = std::move(status), last,
                done = std::move(done)]() mutable {
-      call->StartWrite(message, last, no_compression, std::move(done));
+      call->StartWrite(std::move(bytes), std::move(status), last, std::move(done));
     });
   }
   void StartWritesDone(detail::Completion<void(bool)> done) override {
+    InstallCancellation(done, call_.get());
     OnReactor([call = call_, done = std::move(done)]() mutable {
       call->StartWritesDone(std::move(done));
     });
   }
   void StartRead(google::protobuf::MessageLite* message,
                  detail::Completion<void(bool)> done) override {
+    InstallCancellation(done, call_.get());
     OnReactor([call = call_, message, done = std::move(done)]() mutable {
       call->StartRead(message, std::move(done));
     });
   }
-  void StartFinish(detail::Completion<void(Status)> done) override {
-    OnReactor([call = call_, done = std::move(done)]() mutable {
-      call->StartFinish(std::move(done));
+  void StartFinish(google::protobuf::MessageLite* response,
+                   detail::Completion<void(Status)> done) override {
+    InstallCancellation(done, call_.get());
+    OnReactor([call = call_, response, done = std::move(done)]() mutable {
+      call->StartFinish(response, std::move(done));
     });
   }
 
  private:
   template <typename Fn>
   void OnReactor(Fn&& fn) {
-    if (channel_.OnReactor()) {
+    if (channel_->OnReactor()) {
       fn();
     } else {
-      asio::post(channel_.io_context(), std::forward<Fn>(fn));
+      asio::post(channel_->io_context(), std::forward<Fn>(fn));
     }
   }
 
-  ChannelImpl& channel_;
-  ClientCall* call_;
+  RefPtr<ChannelImpl> channel_;
+  RefPtr<ClientCall> call_;
 };
 
 // Waits on the calling thread for one completion.
@@ -104,6 +135,22 @@ class BlockingResult {
   std::optional<T> value_;
 };
 
+// A blocking operation on a reactor thread would stall everything that reactor serves (and
+// deadlock when the operation needs it): it fails at once instead.
+bool RefuseBlockingOnReactor(const char* what) {
+  if (ReactorPool::Current() == nullptr) return false;
+  Log(LogSeverity::kError, std::string(what) +
+                               " called on a reactor thread, where it would block; it fails "
+                               "at once (use the asynchronous form)");
+  return true;
+}
+
+Status BlockingOnReactorStatus() {
+  return Status(StatusCode::kFailedPrecondition,
+                "a blocking call on a reactor thread would stall the reactor; use the "
+                "asynchronous form");
+}
+
 }  // namespace
 
 std::unique_ptr<ClientStreamCore> ChannelImpl::StartStream(const MethodDescriptor& method,
@@ -123,26 +170,32 @@ std::unique_ptr<internal::ClientStreamCore> StartClientStream(Channel& channel,
 
 bool ClientStreamOps::BlockingWriteMessage(internal::OutgoingMessage message,
                                            WriteOptions options, bool last) {
+  if (internal::RefuseBlockingOnReactor("a blocking stream Write()")) return false;
   internal::BlockingResult<bool> result;
   core_->StartWrite(message, options, last, Completion<void(bool)>(result.Handler()));
   return result.Wait();
 }
 
 bool ClientStreamOps::BlockingReadMessage(MessageLite* message) {
+  if (internal::RefuseBlockingOnReactor("a blocking stream Read()")) return false;
   internal::BlockingResult<bool> result;
   core_->StartRead(message, Completion<void(bool)>(result.Handler()));
   return result.Wait();
 }
 
 bool ClientStreamOps::BlockingWritesDone() {
+  if (internal::RefuseBlockingOnReactor("a blocking stream WritesDone()")) return false;
   internal::BlockingResult<bool> result;
   core_->StartWritesDone(Completion<void(bool)>(result.Handler()));
   return result.Wait();
 }
 
-Status ClientStreamOps::BlockingFinish() {
+Status ClientStreamOps::BlockingFinish(MessageLite* response) {
+  if (internal::RefuseBlockingOnReactor("a blocking stream Finish()")) {
+    return internal::BlockingOnReactorStatus();
+  }
   internal::BlockingResult<Status> result;
-  core_->StartFinish(Completion<void(Status)>(result.Handler()));
+  core_->StartFinish(response, Completion<void(Status)>(result.Handler()));
   return result.Wait();
 }
 

@@ -30,10 +30,12 @@ ClientCall* CallOf(void* stream) { return static_cast<ClientCall*>(stream); }
 
 }  // namespace
 
-ClientTransport::ClientTransport(ChannelImpl& channel, Http2Connection::Socket socket)
+ClientTransport::ClientTransport(ChannelImpl& channel, Http2Connection::Socket socket,
+                                 Gate::Holder holder)
     : channel_(channel),
       connection_(std::move(socket), ConnectionOptions(channel.options(), channel.keepalive_time()),
-                  this, channel.pool(), this) {}
+                  this, channel.pool(), this),
+      holder_(std::move(holder)) {}
 
 ClientTransport::~ClientTransport() = default;
 
@@ -97,8 +99,29 @@ void ClientTransport::OnGoaway(int32_t /*last_stream_id*/, uint32_t error_code,
   channel_.OnTransportGoaway(this);
 }
 
+void ClientTransport::Defer(ClientCall* call) {
+  call->next_deferred = nullptr;
+  if (deferred_tail_ != nullptr) {
+    deferred_tail_->next_deferred = call;
+  } else {
+    deferred_head_ = call;
+  }
+  deferred_tail_ = call;
+}
+
+void ClientTransport::OnSessionStepDone() {
+  while (deferred_head_ != nullptr) {
+    ClientCall* call = deferred_head_;
+    deferred_head_ = call->next_deferred;
+    if (deferred_head_ == nullptr) deferred_tail_ = nullptr;
+    call->next_deferred = nullptr;
+    call->RunDeferred();
+  }
+}
+
 void ClientTransport::OnConnectionDone(const Status& reason) {
   done_ = true;
+  OnSessionStepDone();
   // Completions may start new calls; iterate over a detached list.
   std::vector<ClientCall*> calls;
   calls.swap(calls_);

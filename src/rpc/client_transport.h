@@ -1,5 +1,6 @@
 // ClientTransport: one client connection — an Http2Connection in client mode and the calls on
-// its streams.
+// its streams. Owned by its channel (which destroys it once OnConnectionDone reported it done);
+// holds the channel's gate meanwhile.
 //
 // Thread safety: reactor-confined.
 #ifndef RILL_SRC_RPC_CLIENT_TRANSPORT_H_
@@ -7,6 +8,7 @@
 
 #include <vector>
 
+#include "src/base/gate.h"
 #include "src/http2/http2_session.h"
 #include "src/transport/http2_connection.h"
 
@@ -17,7 +19,7 @@ class ClientCall;
 
 class ClientTransport final : public Http2Handler, public Http2Connection::Owner {
  public:
-  ClientTransport(ChannelImpl& channel, Http2Connection::Socket socket);
+  ClientTransport(ChannelImpl& channel, Http2Connection::Socket socket, Gate::Holder holder);
   ~ClientTransport() override;
 
   void Start();
@@ -49,13 +51,20 @@ class ClientTransport final : public Http2Handler, public Http2Connection::Owner
 
   // Http2Connection::Owner.
   void OnConnectionDone(const Status& reason) override;
+  void OnSessionStepDone() override;
+
+  // Queues `call` to RunDeferred() once the session's current step ends (in order).
+  void Defer(ClientCall* call);
 
  private:
   ChannelImpl& channel_;
   Http2Connection connection_;
   std::vector<ClientCall*> calls_;  // each call knows its index (swap-remove, no allocation)
+  ClientCall* deferred_head_ = nullptr;
+  ClientCall* deferred_tail_ = nullptr;
   bool goaway_ = false;
   bool done_ = false;
+  Gate::Holder holder_;  // last: released after everything above is gone
 };
 
 }  // namespace rill::internal

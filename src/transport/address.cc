@@ -96,4 +96,23 @@ std::string PeerName(const asio::generic::stream_protocol::endpoint& endpoint) {
   }
 }
 
+std::vector<asio::generic::stream_protocol::endpoint> InterleaveFamilies(
+    std::vector<asio::generic::stream_protocol::endpoint> endpoints) {
+  if (endpoints.size() < 3 && (endpoints.size() < 2 || endpoints[0].data()->sa_family !=
+                                                           endpoints[1].data()->sa_family)) {
+    return endpoints;
+  }
+  const int first_family = endpoints[0].data()->sa_family;
+  std::vector<asio::generic::stream_protocol::endpoint> first;
+  std::vector<asio::generic::stream_protocol::endpoint> other;
+  for (auto& e : endpoints) (e.data()->sa_family == first_family ? first : other).push_back(e);
+  std::vector<asio::generic::stream_protocol::endpoint> out;
+  out.reserve(endpoints.size());
+  for (size_t i = 0; i < first.size() || i < other.size(); ++i) {
+    if (i < first.size()) out.push_back(first[i]);
+    if (i < other.size()) out.push_back(other[i]);
+  }
+  return out;
+}
+
 }  // namespace rill::internal

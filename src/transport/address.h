@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "rill/status_or.h"
 
@@ -29,6 +30,13 @@ struct Address {
 };
 
 StatusOr<Address> ParseAddress(std::string_view text);
+
+// The order to try resolved addresses in (RFC 8305 §4): the resolver's first address first,
+// then alternating between the address families, each family in the resolver's order. A
+// client that tried only the first address would fail where "localhost" resolves to ::1 first
+// and the server listens on 127.0.0.1 only.
+std::vector<asio::generic::stream_protocol::endpoint> InterleaveFamilies(
+    std::vector<asio::generic::stream_protocol::endpoint> endpoints);
 
 // "ipv4:127.0.0.1:5000", "ipv6:[::1]:5000", "unix:/path" (grpc's peer naming).
 std::string PeerName(const asio::generic::stream_protocol::endpoint& endpoint);
