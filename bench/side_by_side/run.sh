@@ -8,7 +8,8 @@
 #
 # BUILD_DIR is a release build with the targets benchmain, rill_bench_server,
 # peer_cpp_bench_server and alloc_counter (`cmake --build BUILD_DIR --target side_by_side_deps`).
-# Needs h2load and nghttpd (nghttp2-client, nghttp2-server), taskset, protoc and python3.
+# Needs h2load and nghttpd (nghttp2-client, nghttp2-server), taskset, protoc, python3 and
+# grpc-proto ($RILL_GRPC_PROTO_ROOT, default /usr/share/grpc-proto).
 #
 # Every server runs pinned to CPU 0 with one thread (rill: one reactor; libgrpc++: one
 # completion-queue thread; nghttpd: one worker). The load runs pinned to CPU 1 ("split") and,
@@ -36,8 +37,10 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command_line="bench/side_by_side/run.sh $*"
 repo=$(cd "$here/../.." && pwd)
+# The standard gRPC protos (Debian's grpc-proto), as the build's RILL_GRPC_PROTO_ROOT.
+grpc_proto=${RILL_GRPC_PROTO_ROOT:-/usr/share/grpc-proto}
 
-usage() { sed -n '2,31p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,34p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
 [[ $# -ge 1 && $1 != -* ]] || usage
 build=$(cd "$1" && pwd)
 shift
@@ -88,7 +91,7 @@ trap cleanup EXIT
 # A gRPC message: the 5-byte prefix (uncompressed, big-endian length) and the serialized message
 # of type $1 with the text-format fields read from stdin.
 encode() {
-  protoc --encode="grpc.testing.$1" -I "$repo/protos" "$repo/protos/grpc/testing/messages.proto" |
+  protoc --encode="grpc.testing.$1" -I "$grpc_proto" "$grpc_proto/grpc/testing/messages.proto" |
     python3 -c 'import sys, struct; m = sys.stdin.buffer.read(); sys.stdout.buffer.write(b"\0" + struct.pack(">I", len(m)) + m)'
 }
 zeros() { python3 -c "import sys; sys.stdout.write('\\\\000' * $1)"; }

@@ -1,12 +1,12 @@
 'use strict';
-// What the grpc-js interop server and client share: loading grpc.testing from protos/ and
+// What the grpc-js interop server and client share: loading grpc.testing from grpc-proto
+// ($RILL_GRPC_PROTO_ROOT, default /usr/share/grpc-proto: Debian's grpc-proto package) and
 // reading `--name=value` flags the way the other peers do.
 
-const path = require('path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
 
-const PROTO_ROOT = path.resolve(__dirname, '..', '..', '..', 'protos');
+const PROTO_ROOT = process.env.RILL_GRPC_PROTO_ROOT || '/usr/share/grpc-proto';
 
 // The grpc.testing package object: service constructors and definitions. Messages are plain
 // objects with proto field names; unset message fields are null, bytes are Buffers and enums

@@ -8,8 +8,8 @@ comma-separated list of cases, or all): `PASS <case>`, `FAIL <case>:
 <assertion>`, or `SKIP <case>: <reason>` for a case grpcio cannot express. Exits 0 when no
 case failed (skips included), 1 otherwise.
 
-Needs the modules that protoc --python_out generates from protos/grpc/testing/empty.proto and
-messages.proto, importable as `empty_pb2` and `messages_pb2` (run_client.sh generates them
+Needs the modules that protoc --python_out generates from grpc-proto's grpc/testing/empty.proto
+and messages.proto, importable as `empty_pb2` and `messages_pb2` (run_client.sh generates them
 into a temporary directory). Methods are called through grpcio's generic multi-callables, so
 no generated service code (grpc-tools) is needed.
 
