@@ -79,6 +79,17 @@ TEST(BenchresultTest, PlotWritesAnSvg) {
   rmdir(dir_template);
 }
 
+// A file of the JSON writer that preceded the JSON library prints exactly as its rewrite does.
+TEST(BenchresultTest, FilesOfTheEarlierWriterPrintTheSame) {
+  const Result table = RunBenchresult(Quote(Testdata("old_writer_format.json")));
+  EXPECT_EQ(table.exit_code, 0);
+  EXPECT_EQ(table.out, ReadFile(Testdata("old_table.txt")));
+  const Result comparison =
+      RunBenchresult(Quote(Testdata("old_writer_format.json")) + " " + Quote(Testdata("new.json")));
+  EXPECT_EQ(comparison.exit_code, 0);
+  EXPECT_EQ(comparison.out, ReadFile(Testdata("old_new_comparison.txt")));
+}
+
 TEST(BenchresultTest, BadInputFails) {
   EXPECT_NE(RunBenchresult(Quote(Testdata("no-such-file.json"))).exit_code, 0);
   // A file that is not a result file.
