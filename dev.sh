@@ -17,10 +17,11 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$ROOT"
 
-# Packages from Debian 12. BUILD_PKGS build rill; PEER_PKGS are the real peers tests talk to.
+# Packages from Debian 12. BUILD_PKGS build rill and its benchmark tools (python3-matplotlib
+# draws `benchresult --plot`); PEER_PKGS are the real peers tests talk to.
 BUILD_PKGS=(cmake ninja-build g++ ccache pkg-config libnghttp2-dev libasio-dev libprotobuf-dev
   libprotoc-dev protobuf-compiler libssl-dev zlib1g-dev libzstd-dev libgtest-dev libgmock-dev
-  libbenchmark-dev libcli11-dev nlohmann-json3-dev)
+  libbenchmark-dev libcli11-dev nlohmann-json3-dev python3-matplotlib)
 # FUZZ_PKGS build the libFuzzer targets (clang 14 and its fuzzer/sanitizer runtimes).
 FUZZ_PKGS=(clang libclang-rt-14-dev)
 PEER_PKGS=(libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf nghttp2-client
