@@ -27,7 +27,12 @@ FUZZ_PKGS=(clang libclang-rt-14-dev)
 PEER_PKGS=(libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf nghttp2-client
   nghttp2-server nginx-light util-linux procps)
 
-log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+# Bold only when stderr is a terminal: logs and pipes get plain text.
+if [ -t 2 ]; then
+  log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+else
+  log() { printf '==> %s\n' "$*" >&2; }
+fi
 
 missing_packages() {
   local p
