@@ -91,7 +91,8 @@ configure_and_build() {
   local dir="$ROOT/build/$config"
   local args=(-G Ninja -DRILL_WERROR=ON)
   case "$config" in
-    release) args+=(-DCMAKE_BUILD_TYPE=Release -DRILL_BUILD_TESTS=OFF -DRILL_BUILD_PEERS=ON) ;;
+    # The libgrpc++ peers are built only on request, by bench/side_by_side/run.sh.
+    release) args+=(-DCMAKE_BUILD_TYPE=Release -DRILL_BUILD_TESTS=OFF -DRILL_BUILD_PEERS=OFF) ;;
     test) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_DCHECKS=ON) ;;
     # Warnings are judged by the plain gcc build: with the sanitizers' instrumentation GCC 12
     # reports false maybe-uninitialized and mismatched-new-delete on coroutine frames.
