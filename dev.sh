@@ -17,20 +17,26 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$ROOT"
 
-# Packages from Debian 12. BUILD_PKGS build rill, its tests and benchmarks (grpc-proto: the
-# standard gRPC protos they use); PEER_PKGS are the real peers tests talk to (grpc-go 1.33 is
-# built with Debian's Go from golang-google-grpc-dev's sources, its generated code by
-# protoc-gen-go from golang-github-golang-protobuf-1-3-dev).
+# Packages from Debian 12. BUILD_PKGS build rill, its tests and benchmark tools (grpc-proto: the
+# standard gRPC protos they use; python3-matplotlib draws `benchresult --plot`); PEER_PKGS are
+# the real peers tests talk to (grpc-go 1.33 is built with Debian's Go from
+# golang-google-grpc-dev's sources, its generated code by protoc-gen-go from
+# golang-github-golang-protobuf-1-3-dev).
 BUILD_PKGS=(cmake ninja-build g++ ccache pkg-config libnghttp2-dev libasio-dev libprotobuf-dev
   libprotoc-dev protobuf-compiler libssl-dev zlib1g-dev libzstd-dev libgtest-dev libgmock-dev
-  libbenchmark-dev libcli11-dev grpc-proto)
+  libbenchmark-dev libcli11-dev grpc-proto nlohmann-json3-dev python3-matplotlib)
 # FUZZ_PKGS build the libFuzzer targets (clang 14 and its fuzzer/sanitizer runtimes).
 FUZZ_PKGS=(clang libclang-rt-14-dev)
 PEER_PKGS=(libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf nghttp2-client
   nghttp2-server nginx-light util-linux procps golang-go golang-google-grpc-dev
   golang-github-golang-protobuf-1-3-dev)
 
-log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+# Bold only when stderr is a terminal: logs and pipes get plain text.
+if [ -t 2 ]; then
+  log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+else
+  log() { printf '==> %s\n' "$*" >&2; }
+fi
 
 missing_packages() {
   local p
@@ -89,7 +95,8 @@ configure_and_build() {
   local dir="$ROOT/build/$config"
   local args=(-G Ninja -DRILL_WERROR=ON)
   case "$config" in
-    release) args+=(-DCMAKE_BUILD_TYPE=Release -DRILL_BUILD_TESTS=OFF -DRILL_BUILD_PEERS=ON) ;;
+    # The libgrpc++ peers are built only on request, by bench/side_by_side/run.sh.
+    release) args+=(-DCMAKE_BUILD_TYPE=Release -DRILL_BUILD_TESTS=OFF -DRILL_BUILD_PEERS=OFF) ;;
     test) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_DCHECKS=ON) ;;
     # Warnings are judged by the plain gcc build: with the sanitizers' instrumentation GCC 12
     # reports false maybe-uninitialized and mismatched-new-delete on coroutine frames.

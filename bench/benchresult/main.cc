@@ -3,16 +3,19 @@
 //
 //   benchresult results.json                  shared features and one row per run
 //   benchresult old.json new.json             per-run changes for runs present in both
-//   benchresult --plot out.svg a.json b.json  latency percentiles and throughput as SVG
+//   benchresult --plot out.svg a.json b.json  latency percentiles and throughput, drawn by
+//                                             plot.py (matplotlib); .png and .pdf work too
 //
-// Exits with 1 when a file cannot be read or holds no results.
+// Exits with 1 when a file cannot be read or holds no results (or the plot cannot be drawn).
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
-#include <fstream>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include "bench/stats/plot.h"
 #include "bench/stats/report.h"
 #include "bench/stats/result_file.h"
 
@@ -29,10 +32,19 @@ bool Load(const std::string& path, std::vector<rill::bench::BenchResults>& out) 
   return true;
 }
 
-// The file name without its directory, for the plot legend.
-std::string BaseName(const std::string& path) {
-  const std::size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
+// Replaces this process with `RILL_PLOT_PYTHON RILL_PLOT_SCRIPT out files...` (paths compiled
+// in by CMake); returns only when that cannot start.
+int ExecPlotScript(const std::string& out, const std::vector<std::string>& files) {
+  std::vector<std::string> args = {RILL_PLOT_PYTHON, RILL_PLOT_SCRIPT, out};
+  args.insert(args.end(), files.begin(), files.end());
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  execv(argv[0], argv.data());
+  std::cerr << "benchresult: cannot run " << RILL_PLOT_PYTHON << ": " << std::strerror(errno)
+            << "\n";
+  return 1;
 }
 
 }  // namespace
@@ -46,7 +58,8 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::ExistingFile);
   app.add_option("--plot", plot_path,
-                 "Write an SVG chart of latency percentiles and throughput for every file");
+                 "Draw latency percentiles and throughput of every file into this file (.svg, "
+                 ".png, .pdf) with matplotlib (" RILL_PLOT_PYTHON ")");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<std::vector<rill::bench::BenchResults>> loaded(files.size());
@@ -57,20 +70,8 @@ int main(int argc, char** argv) {
   }
 
   if (!plot_path.empty()) {
-    std::vector<rill::bench::PlotSeries> series;
-    for (std::size_t i = 0; i < files.size(); ++i) {
-      series.push_back({BaseName(files[i]), std::move(loaded[i])});
-    }
-    std::ofstream out(plot_path, std::ios::binary | std::ios::trunc);
-    out << rill::bench::RenderPlotSvg(series);
-    out.close();
-    if (!out) {
-      std::cerr << "benchresult: cannot write " << plot_path << "\n";
-      return 1;
-    }
-    return 0;
+    return ExecPlotScript(plot_path, files);
   }
-
   if (files.size() == 1) {
     if (loaded[0].empty()) {
       std::cerr << "benchresult: no benchmark results in file " << files[0] << "\n";

@@ -19,6 +19,7 @@
 #include <benchmark/benchmark.h>
 #include <google/protobuf/descriptor.pb.h>
 #include <google/protobuf/io/coded_stream.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -255,7 +256,8 @@ class RatioReporter final : public benchmark::ConsoleReporter {
     std::string variant;
     std::string baseline;
   };
-  explicit RatioReporter(std::vector<Pair> pairs) : pairs_(std::move(pairs)) {}
+  RatioReporter(std::vector<Pair> pairs, OutputOptions options)
+      : ConsoleReporter(options), pairs_(std::move(pairs)) {}
 
   void ReportRuns(const std::vector<Run>& runs) override {
     ConsoleReporter::ReportRuns(runs);
@@ -380,15 +382,17 @@ int main(int argc, char** argv) {
                                  [wire](benchmark::State& st) { rill::SerializeSlice(st, wire); });
   }
 
-  rill::RatioReporter reporter({
-      {"get_put/same_thread", "pool", "malloc"},
-      {"get_put/cross_thread", "pool", "malloc"},
-      {"buffer_alloc_free", "tiered", "heap"},
-      {"small_alloc_free", "rill", "malloc"},
-      {"parse", "slice_16k", "flat"},
-      {"parse", "slice_odd", "flat"},
-      {"serialize", "slice", "flat"},
-  });
+  // A reporter passed in ignores --benchmark_color: colour only on a terminal.
+  const auto output = isatty(STDOUT_FILENO) != 0 ? benchmark::ConsoleReporter::OO_ColorTabular
+                                                 : benchmark::ConsoleReporter::OO_Tabular;
+  rill::RatioReporter reporter({{"get_put/same_thread", "pool", "malloc"},
+                                {"get_put/cross_thread", "pool", "malloc"},
+                                {"buffer_alloc_free", "tiered", "heap"},
+                                {"small_alloc_free", "rill", "malloc"},
+                                {"parse", "slice_16k", "flat"},
+                                {"parse", "slice_odd", "flat"},
+                                {"serialize", "slice", "flat"}},
+                               output);
   for (size_t size : {size_t{64}, size_t{256}, size_t{1024}, size_t{4} << 10, size_t{16} << 10,
                       size_t{64} << 10, size_t{256} << 10, size_t{1} << 20}) {
     reporter.AddSize(size);

@@ -6,10 +6,11 @@
 #
 #   bench/side_by_side/run.sh BUILD_DIR [--quick] [--reps N] [--duration SECONDS] [--out FILE]
 #
-# BUILD_DIR is a release build with the targets benchmain, rill_bench_server,
-# peer_cpp_bench_server and alloc_counter (`cmake --build BUILD_DIR --target side_by_side_deps`).
-# Needs h2load and nghttpd (nghttp2-client, nghttp2-server), taskset, protoc, python3 and
-# grpc-proto ($RILL_GRPC_PROTO_ROOT, default /usr/share/grpc-proto).
+# BUILD_DIR is a configured release tree (`./dev.sh build release`); the script first builds its
+# side_by_side_deps target: benchmain, rill_bench_server, alloc_counter and the libgrpc++ peer
+# peer_cpp_bench_server (which `./dev.sh bench` does not build). Needs h2load and nghttpd
+# (nghttp2-client, nghttp2-server), taskset, protoc, python3 (`./dev.sh setup`) and grpc-proto
+# ($RILL_GRPC_PROTO_ROOT, default /usr/share/grpc-proto).
 #
 # Every server runs pinned to CPU 0 with one thread (rill: one reactor; libgrpc++: one
 # completion-queue thread; nghttpd: one worker). The load runs pinned to CPU 1 ("split") and,
@@ -65,11 +66,12 @@ benchmain=$build/bench/benchmain/benchmain
 rill_server=$build/bench/benchmain/rill_bench_server
 peer_server=$build/tests/peers/peer_cpp_bench_server
 alloc_lib=$build/bench/alloc_counter/liballoc_counter.so
-for f in "$benchmain" "$rill_server" "$peer_server" "$alloc_lib"; do
-  [[ -x $f || -f $f ]] || { echo "missing $f (build the side_by_side_deps target)" >&2; exit 1; }
-done
 for tool in h2load nghttpd nghttp taskset protoc python3; do
-  command -v "$tool" > /dev/null || { echo "missing $tool" >&2; exit 1; }
+  command -v "$tool" > /dev/null || { echo "missing $tool (./dev.sh setup installs it)" >&2; exit 1; }
+done
+cmake --build "$build" --target side_by_side_deps >&2
+for f in "$benchmain" "$rill_server" "$peer_server" "$alloc_lib"; do
+  [[ -x $f || -f $f ]] || { echo "missing $f after building side_by_side_deps" >&2; exit 1; }
 done
 
 # CPUs: the first two this process may use.

@@ -1,197 +1,186 @@
 #include "bench/stats/result_file.h"
 
+#include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <iterator>
+#include <limits>
+#include <nlohmann/json.hpp>
 #include <utility>
-
-#include "bench/stats/json.h"
 
 namespace rill::bench {
 namespace {
 
-void WritePayloadCurve(JsonWriter& w, const std::string& sha256) {
-  if (sha256.empty()) {
-    w.Null();
-    return;
+// Members keep the order they are written in, which is grpc-go's field order.
+using Json = nlohmann::ordered_json;
+
+// A float as Go's encoding/json writes it where it can: integral values without a fraction
+// ("ReqT": 195920). NaN and infinities, which JSON cannot express, become strings.
+Json Float(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  // Below 2^53 every integral double is exactly an int64; -0.0 keeps its sign as a float.
+  constexpr double kExactLimit = 9007199254740992.0;
+  if (v == std::trunc(v) && std::fabs(v) < kExactLimit && !(v == 0 && std::signbit(v))) {
+    return static_cast<std::int64_t>(v);
   }
-  w.BeginObject();
-  w.Key("Sha256");
-  w.String(sha256);
-  w.EndObject();
+  return v;
 }
 
-void WriteFeatures(JsonWriter& w, const Features& f) {
-  w.BeginObject();
-  w.Key("NetworkMode");
-  w.String(f.network_mode);
-  w.Key("UseBufConn");
-  w.Bool(f.use_buf_conn);
-  w.Key("EnableKeepalive");
-  w.Bool(f.enable_keepalive);
-  w.Key("BenchTime");
-  w.Int(f.bench_time.count());
-  w.Key("Connections");
-  w.Int(f.connections);
-  w.Key("EnableTrace");
-  w.Bool(f.enable_trace);
-  w.Key("Latency");
-  w.Int(f.latency.count());
-  w.Key("Kbps");
-  w.Int(f.kbps);
-  w.Key("MTU");
-  w.Int(f.mtu);
-  w.Key("MaxConcurrentCalls");
-  w.Int(f.max_concurrent_calls);
-  w.Key("ReqSizeBytes");
-  w.Int(f.req_size_bytes);
-  w.Key("RespSizeBytes");
-  w.Int(f.resp_size_bytes);
-  w.Key("ReqPayloadCurve");
-  WritePayloadCurve(w, f.req_payload_curve);
-  w.Key("RespPayloadCurve");
-  WritePayloadCurve(w, f.resp_payload_curve);
-  w.Key("ModeCompressor");
-  w.String(f.mode_compressor);
-  w.Key("EnableChannelz");
-  w.Bool(f.enable_channelz);
-  w.Key("EnablePreloader");
-  w.Bool(f.enable_preloader);
-  w.Key("ClientReadBufferSize");
-  w.Int(f.client_read_buffer_size);
-  w.Key("ClientWriteBufferSize");
-  w.Int(f.client_write_buffer_size);
-  w.Key("ServerReadBufferSize");
-  w.Int(f.server_read_buffer_size);
-  w.Key("ServerWriteBufferSize");
-  w.Int(f.server_write_buffer_size);
-  w.Key("SleepBetweenRPCs");
-  w.Int(f.sleep_between_rpcs.count());
-  w.Key("RecvBufferPool");
-  w.String(f.recv_buffer_pool);
-  w.Key("SharedWriteBuffer");
-  w.Bool(f.shared_write_buffer);
-  w.EndObject();
+Json PayloadCurve(const std::string& sha256) {
+  if (sha256.empty()) return nullptr;
+  return Json{{"Sha256", sha256}};
 }
 
-void WriteRunData(JsonWriter& w, const RunData& d) {
-  w.BeginObject();
-  w.Key("TotalOps");
-  w.Uint(d.total_ops);
-  w.Key("SendOps");
-  w.Uint(d.send_ops);
-  w.Key("RecvOps");
-  w.Uint(d.recv_ops);
-  w.Key("AllocedBytes");
-  w.Double(d.alloced_bytes);
-  w.Key("Allocs");
-  w.Double(d.allocs);
-  w.Key("ReqT");
-  w.Double(d.req_t);
-  w.Key("RespT");
-  w.Double(d.resp_t);
-  w.Key("Fiftieth");
-  w.Int(d.fiftieth.count());
-  w.Key("Ninetieth");
-  w.Int(d.ninetieth.count());
-  w.Key("NinetyNinth");
-  w.Int(d.ninety_ninth.count());
-  w.Key("Average");
-  w.Int(d.average.count());
-  w.EndObject();
+Json FeaturesJson(const Features& f) {
+  return Json{
+      {"NetworkMode", f.network_mode},
+      {"UseBufConn", f.use_buf_conn},
+      {"EnableKeepalive", f.enable_keepalive},
+      {"BenchTime", f.bench_time.count()},
+      {"Connections", f.connections},
+      {"EnableTrace", f.enable_trace},
+      {"Latency", f.latency.count()},
+      {"Kbps", f.kbps},
+      {"MTU", f.mtu},
+      {"MaxConcurrentCalls", f.max_concurrent_calls},
+      {"ReqSizeBytes", f.req_size_bytes},
+      {"RespSizeBytes", f.resp_size_bytes},
+      {"ReqPayloadCurve", PayloadCurve(f.req_payload_curve)},
+      {"RespPayloadCurve", PayloadCurve(f.resp_payload_curve)},
+      {"ModeCompressor", f.mode_compressor},
+      {"EnableChannelz", f.enable_channelz},
+      {"EnablePreloader", f.enable_preloader},
+      {"ClientReadBufferSize", f.client_read_buffer_size},
+      {"ClientWriteBufferSize", f.client_write_buffer_size},
+      {"ServerReadBufferSize", f.server_read_buffer_size},
+      {"ServerWriteBufferSize", f.server_write_buffer_size},
+      {"SleepBetweenRPCs", f.sleep_between_rpcs.count()},
+      {"RecvBufferPool", f.recv_buffer_pool},
+      {"SharedWriteBuffer", f.shared_write_buffer},
+  };
 }
 
-// Reads fields of one JSON object into C++ fields. A missing field keeps its value; the first
-// type error is kept and reported with the field's path.
+Json RunDataJson(const RunData& d) {
+  return Json{
+      {"TotalOps", d.total_ops},
+      {"SendOps", d.send_ops},
+      {"RecvOps", d.recv_ops},
+      {"AllocedBytes", Float(d.alloced_bytes)},
+      {"Allocs", Float(d.allocs)},
+      {"ReqT", Float(d.req_t)},
+      {"RespT", Float(d.resp_t)},
+      {"Fiftieth", d.fiftieth.count()},
+      {"Ninetieth", d.ninetieth.count()},
+      {"NinetyNinth", d.ninety_ninth.count()},
+      {"Average", d.average.count()},
+  };
+}
+
+// Reads members of one JSON object into C++ fields, with the types grpc-go's structs give them.
+// A missing member keeps its field's value; the first type error is kept in `status` with the
+// member's path, and every later read does nothing.
 class ObjectReader {
  public:
-  ObjectReader(const JsonValue& object, std::string path, rill::Status& status)
+  ObjectReader(const Json& object, std::string path, rill::Status& status)
       : object_(object), path_(std::move(path)), status_(status) {
-    if (status_.ok() && object_.type() != JsonValue::Type::kObject) {
-      status_ = rill::Status(rill::StatusCode::kInvalidArgument, path_ + " is not an object");
-    }
+    if (status_.ok() && !object_.is_object()) Fail(path_ + " is not an object");
   }
 
-  // Returns the member or nullptr (missing, or an earlier error).
-  const JsonValue* Get(std::string_view key) const {
-    return status_.ok() ? object_.Find(key) : nullptr;
+  // The member, or nullptr (missing, or an earlier error).
+  const Json* Get(const char* key) const {
+    if (!status_.ok()) return nullptr;
+    const auto it = object_.find(key);
+    return it == object_.end() ? nullptr : &*it;
   }
 
-  std::string PathOf(std::string_view key) const { return path_ + "." + std::string(key); }
+  std::string PathOf(const char* key) const { return path_ + "." + key; }
 
-  template <typename T>
-  void Check(std::string_view key, rill::StatusOr<T> value, T& out) {
-    if (!value.ok()) {
-      status_ = rill::Status(rill::StatusCode::kInvalidArgument,
-                             PathOf(key) + ": " + std::string(value.status().message()));
-      return;
-    }
-    out = std::move(*value);
-  }
-
-  void Read(std::string_view key, bool& out) {
-    if (const JsonValue* v = Get(key)) {
-      Check(key, v->AsBool(), out);
+  void Read(const char* key, bool& out) {
+    if (const Json* v = Get(key)) {
+      if (!v->is_boolean()) return Fail(PathOf(key) + " is not a boolean");
+      out = v->get<bool>();
     }
   }
-  void Read(std::string_view key, std::string& out) {
-    if (const JsonValue* v = Get(key)) {
-      Check(key, v->AsString(), out);
+  void Read(const char* key, std::string& out) {
+    if (const Json* v = Get(key)) {
+      if (!v->is_string()) return Fail(PathOf(key) + " is not a string");
+      out = v->get<std::string>();
     }
   }
-  void Read(std::string_view key, std::int64_t& out) {
-    if (const JsonValue* v = Get(key)) {
-      Check(key, v->AsInt64(), out);
+  void Read(const char* key, std::int64_t& out) {
+    if (const Json* v = Get(key)) {
+      if (v->is_number_unsigned() &&
+          v->get<std::uint64_t>() <= std::numeric_limits<std::int64_t>::max()) {
+        out = static_cast<std::int64_t>(v->get<std::uint64_t>());
+      } else if (v->is_number_integer() && !v->is_number_unsigned()) {
+        out = v->get<std::int64_t>();
+      } else {
+        Fail(PathOf(key) + " is not a 64-bit integer");
+      }
     }
   }
-  void Read(std::string_view key, std::uint64_t& out) {
-    if (const JsonValue* v = Get(key)) {
-      Check(key, v->AsUint64(), out);
+  void Read(const char* key, std::uint64_t& out) {
+    if (const Json* v = Get(key)) {
+      if (!v->is_number_unsigned()) return Fail(PathOf(key) + " is not an unsigned 64-bit integer");
+      out = v->get<std::uint64_t>();
     }
   }
-  void Read(std::string_view key, double& out) {
-    if (const JsonValue* v = Get(key)) {
-      Check(key, v->AsDouble(), out);
+  // A number, or one of the strings Float() writes for NaN and the infinities.
+  void Read(const char* key, double& out) {
+    if (const Json* v = Get(key)) {
+      if (v->is_number()) {
+        out = v->get<double>();
+      } else if (v->is_string() && *v == "NaN") {
+        out = std::numeric_limits<double>::quiet_NaN();
+      } else if (v->is_string() && *v == "+Inf") {
+        out = std::numeric_limits<double>::infinity();
+      } else if (v->is_string() && *v == "-Inf") {
+        out = -std::numeric_limits<double>::infinity();
+      } else {
+        Fail(PathOf(key) + " is not a number");
+      }
     }
   }
-  void Read(std::string_view key, std::chrono::nanoseconds& out) {
+  void Read(const char* key, std::chrono::nanoseconds& out) {
     std::int64_t ns = out.count();
     Read(key, ns);
     out = std::chrono::nanoseconds(ns);
   }
-  void ReadPayloadCurve(std::string_view key, std::string& sha256) {
-    const JsonValue* v = Get(key);
-    if (v == nullptr || v->is_null()) {
-      return;
+  void Read(const char* key, std::vector<bool>& out) {
+    const Json* v = Get(key);
+    if (v == nullptr) return;
+    std::vector<bool> items;
+    if (v->is_array()) {
+      for (const Json& item : *v) {
+        if (!item.is_boolean()) break;
+        items.push_back(item.get<bool>());
+      }
     }
+    if (!v->is_array() || items.size() != v->size()) {
+      return Fail(PathOf(key) + " is not an array of booleans");
+    }
+    out = std::move(items);
+  }
+  // null or {"Sha256": "<hex>"}.
+  void ReadPayloadCurve(const char* key, std::string& sha256) {
+    const Json* v = Get(key);
+    if (v == nullptr || v->is_null()) return;
     ObjectReader curve(*v, PathOf(key), status_);
     curve.Read("Sha256", sha256);
   }
-  void Read(std::string_view key, std::vector<bool>& out) {
-    const JsonValue* v = Get(key);
-    if (v == nullptr) {
-      return;
-    }
-    if (v->type() != JsonValue::Type::kArray) {
-      status_ = rill::Status(rill::StatusCode::kInvalidArgument,
-                             PathOf(key) + " is not an array of booleans");
-      return;
-    }
-    out.clear();
-    for (const JsonValue& item : v->items()) {
-      bool b = false;
-      Check(key, item.AsBool(), b);
-      out.push_back(b);
-    }
-  }
 
  private:
-  const JsonValue& object_;
+  void Fail(std::string message) {
+    status_ = rill::Status(rill::StatusCode::kInvalidArgument, std::move(message));
+  }
+
+  const Json& object_;
   std::string path_;
   rill::Status& status_;
 };
 
-void ReadFeatures(const JsonValue& value, const std::string& path, Features& f,
-                  rill::Status& status) {
+void ReadFeatures(const Json& value, const std::string& path, Features& f, rill::Status& status) {
   ObjectReader r(value, path, status);
   r.Read("NetworkMode", f.network_mode);
   r.Read("UseBufConn", f.use_buf_conn);
@@ -219,8 +208,7 @@ void ReadFeatures(const JsonValue& value, const std::string& path, Features& f,
   r.Read("SharedWriteBuffer", f.shared_write_buffer);
 }
 
-void ReadRunData(const JsonValue& value, const std::string& path, RunData& d,
-                 rill::Status& status) {
+void ReadRunData(const Json& value, const std::string& path, RunData& d, rill::Status& status) {
   ObjectReader r(value, path, status);
   r.Read("TotalOps", d.total_ops);
   r.Read("SendOps", d.send_ops);
@@ -238,64 +226,52 @@ void ReadRunData(const JsonValue& value, const std::string& path, RunData& d,
 }  // namespace
 
 std::string ResultsToJson(std::span<const BenchResults> results) {
-  JsonWriter w;
-  w.BeginArray();
+  Json doc = Json::array();
   for (const BenchResults& r : results) {
-    w.BeginObject();
-    w.Key("GoVersion");
-    w.String(r.runtime_version);
-    w.Key("GrpcVersion");
-    w.String(r.rpc_version);
-    w.Key("RunMode");
-    w.String(r.run_mode);
-    w.Key("Features");
-    WriteFeatures(w, r.features);
-    w.Key("SharedFeatures");
-    w.BeginArray(/*single_line=*/true);
-    for (bool b : r.shared_features) {
-      w.Bool(b);
-    }
-    w.EndArray();
-    w.Key("Data");
-    WriteRunData(w, r.data);
-    w.EndObject();
+    doc.push_back(Json{
+        {"GoVersion", r.runtime_version},
+        {"GrpcVersion", r.rpc_version},
+        {"RunMode", r.run_mode},
+        {"Features", FeaturesJson(r.features)},
+        {"SharedFeatures", r.shared_features},
+        {"Data", RunDataJson(r.data)},
+    });
   }
-  w.EndArray();
-  return w.Take();
+  // Bytes that are not UTF-8 (never written by benchmain) are replaced rather than thrown on.
+  return doc.dump(2, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace) + "\n";
 }
 
 rill::StatusOr<std::vector<BenchResults>> ResultsFromJson(std::string_view json) {
-  rill::StatusOr<JsonValue> doc = ParseJson(json);
-  if (!doc.ok()) {
-    return doc.status();
+  Json doc;
+  try {
+    doc = Json::parse(json);
+  } catch (const Json::parse_error& e) {
+    return rill::Status(rill::StatusCode::kInvalidArgument, e.what());
   }
-  if (doc->type() != JsonValue::Type::kArray) {
+  if (!doc.is_array()) {
     return rill::Status(rill::StatusCode::kInvalidArgument,
                         "a result file holds a JSON array of results");
   }
   std::vector<BenchResults> results;
   rill::Status status;
-  std::size_t index = 0;
-  for (const JsonValue& item : doc->items()) {
+  for (std::size_t i = 0; i < doc.size(); ++i) {
     // Appended piecewise: GCC 12 at -O3 reports a false -Wrestrict for "[" + std::string&&.
     std::string path = "[";
-    path += std::to_string(index++);
+    path += std::to_string(i);
     path += ']';
     BenchResults r;
-    ObjectReader reader(item, path, status);
+    ObjectReader reader(doc[i], path, status);
     reader.Read("GoVersion", r.runtime_version);
     reader.Read("GrpcVersion", r.rpc_version);
     reader.Read("RunMode", r.run_mode);
-    if (const JsonValue* f = reader.Get("Features")) {
+    if (const Json* f = reader.Get("Features")) {
       ReadFeatures(*f, reader.PathOf("Features"), r.features, status);
     }
     reader.Read("SharedFeatures", r.shared_features);
-    if (const JsonValue* d = reader.Get("Data")) {
+    if (const Json* d = reader.Get("Data")) {
       ReadRunData(*d, reader.PathOf("Data"), r.data, status);
     }
-    if (!status.ok()) {
-      return status;
-    }
+    if (!status.ok()) return status;
     results.push_back(std::move(r));
   }
   return results;

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -101,7 +102,7 @@ TEST(ResultFileTest, UsesGrpcGoFieldNames) {
                           "\"SleepBetweenRPCs\": 250000",
                           "\"RecvBufferPool\": \"simple\"",
                           "\"SharedWriteBuffer\": true",
-                          "\"SharedFeatures\": [true, false, false, true, false, true,",
+                          "\"SharedFeatures\": [\n      true,\n      false,\n",
                           "\"TotalOps\": 18446744073709551615",
                           "\"SendOps\": 0",
                           "\"RecvOps\": 0",
@@ -165,7 +166,74 @@ TEST(ResultFileTest, RejectsWrongTypesWithTheFieldPath) {
     EXPECT_NE(r.status().message().find(c.path), std::string_view::npos) << r.status().message();
   }
   EXPECT_FALSE(ResultsFromJson("{}").ok());
-  EXPECT_FALSE(ResultsFromJson("[{},]").ok());
+}
+
+TEST(ResultFileTest, RejectsWhatIsNotJson) {
+  for (const char* bad :
+       {"", "[{},]", "[{}] // comment", "[{\"Data\": {\"Allocs\": NaN}}]", "[{'RunMode': 'unary'}]",
+        "[{\"Data\": {\"TotalOps\": 01}}]", "[{\"RunMode\": \"\xC0\xAF\"}]", "[{}] [{}]", "[{}"}) {
+    const rill::StatusOr<std::vector<BenchResults>> r = ResultsFromJson(bad);
+    EXPECT_EQ(r.status().code(), rill::StatusCode::kInvalidArgument) << "accepted: " << bad;
+  }
+  // Deep nesting is an error, not a crash.
+  EXPECT_FALSE(ResultsFromJson(std::string(100000, '[')).ok());
+}
+
+TEST(ResultFileTest, IntegersAreExactTo64Bits) {
+  const rill::StatusOr<std::vector<BenchResults>> r = ResultsFromJson(
+      R"([{"Features": {"Kbps": -9223372036854775808}, "Data": {"SendOps": 18446744073709551615}}])");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ((*r)[0].features.kbps, std::numeric_limits<std::int64_t>::min());
+  EXPECT_EQ((*r)[0].data.send_ops, std::numeric_limits<std::uint64_t>::max());
+  // One past the limit.
+  EXPECT_FALSE(ResultsFromJson(R"([{"Data": {"SendOps": 18446744073709551616}}])").ok());
+  EXPECT_FALSE(ResultsFromJson(R"([{"Features": {"Kbps": 9223372036854775808}}])").ok());
+}
+
+TEST(ResultFileTest, FloatsRoundTripExactly) {
+  for (double d : {0.0, -0.0, 1.0 / 3, 9830.45, 1e-300, 5e-324, 1.7976931348623157e308,
+                   123456789.123456789, 9007199254740992.0, 1e21}) {
+    BenchResults r;
+    r.data.allocs = d;
+    const rill::StatusOr<std::vector<BenchResults>> back =
+        ResultsFromJson(ResultsToJson(std::vector<BenchResults>{r}));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ((*back)[0].data.allocs, d);
+    EXPECT_EQ(std::signbit((*back)[0].data.allocs), std::signbit(d));
+  }
+}
+
+std::string TestdataPath(const std::string& name) {
+  return std::string(RILL_BENCH_TESTDATA) + "/" + name;
+}
+
+std::string ReadText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << path;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// old.json and new.json are kept in the writer's output format (tests/bench/update_testdata.sh
+// rewrites them), so writing what they hold gives them back byte for byte.
+TEST(ResultFileTest, WriterReproducesTheTestdataFiles) {
+  for (const char* name : {"old.json", "new.json"}) {
+    const rill::StatusOr<std::vector<BenchResults>> r = ReadResultFile(TestdataPath(name));
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(ResultsToJson(*r), ReadText(TestdataPath(name))) << name;
+  }
+}
+
+// old_writer_format.json holds the runs of old.json as the hand-written JSON writer that
+// preceded the JSON library wrote them (arrays on one line, among other differences).
+TEST(ResultFileTest, ReadsFilesOfTheEarlierWriter) {
+  const rill::StatusOr<std::vector<BenchResults>> earlier =
+      ReadResultFile(TestdataPath("old_writer_format.json"));
+  const rill::StatusOr<std::vector<BenchResults>> current =
+      ReadResultFile(TestdataPath("old.json"));
+  ASSERT_TRUE(earlier.ok()) << earlier.status();
+  ASSERT_TRUE(current.ok()) << current.status();
+  EXPECT_EQ(*earlier, *current);
+  EXPECT_NE(ReadText(TestdataPath("old_writer_format.json")), ReadText(TestdataPath("old.json")));
 }
 
 TEST(ResultFileTest, WriteAndReadAFile) {
