@@ -17,7 +17,8 @@ function(_rill_common_target_setup target)
   endif()
 endfunction()
 
-# A library of one layer. NAME is rill_<layer>; it gets the alias rill::<layer>.
+# A library of one layer. NAME is rill_<layer>; it gets the alias rill::<layer>. Layers are
+# static archives in every configuration: RILL_BUILD_SHARED links them all into librill.so.
 function(rill_cc_library NAME)
   cmake_parse_arguments(R "HEADER_ONLY" "" "SRCS;DEPS;PUBLIC_DEPS;DEFINES" ${ARGN})
   string(REGEX REPLACE "^rill_" "" short ${NAME})
@@ -28,7 +29,7 @@ function(rill_cc_library NAME)
     target_link_libraries(${NAME} INTERFACE ${R_PUBLIC_DEPS})
     target_compile_features(${NAME} INTERFACE cxx_std_20)
   else()
-    add_library(${NAME} ${R_SRCS})
+    add_library(${NAME} STATIC ${R_SRCS})
     target_include_directories(${NAME}
       PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include> $<INSTALL_INTERFACE:include>
       PRIVATE ${PROJECT_SOURCE_DIR})
