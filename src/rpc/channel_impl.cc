@@ -143,12 +143,13 @@ ClientCall* ChannelImpl::AcquireCall() {
   return calls_.back().get();
 }
 
-void ChannelImpl::RecycleCall(ClientCall* call) {
+void ChannelImpl::RecycleCall(ClientCall* call) { free_calls_.push_back(call); }
+
+void ChannelImpl::OnCallDone(ClientCall* call) {
   // A call that completed while waiting for a connection (its deadline passed, it was
-  // cancelled) leaves the queue now: the object is about to be reused, and a stale entry would
-  // start it a second time.
+  // cancelled) leaves the queue now: the object is about to be reused or deleted, and a stale
+  // entry would start it again.
   if (!waiting_.empty()) std::erase(waiting_, call);
-  free_calls_.push_back(call);
 }
 
 void ChannelImpl::Dispatch(ClientCall* call) {

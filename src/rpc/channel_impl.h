@@ -86,6 +86,8 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
   ClientCall* AcquireCall();
   // A unary call's last reference went: back to the pool.
   void RecycleCall(ClientCall* call);
+  // A call's work on the reactor is over (it completed and let go of the gate).
+  void OnCallDone(ClientCall* call);
   // Routes an admitted call to the ready connection, or queues it until there is one.
   void Dispatch(ClientCall* call);
   void OnTransportGoaway(ClientTransport* transport);

@@ -699,7 +699,10 @@ void ClientCall::MaybeRelease() {
   }
   // Nothing runs for the call on the reactor any more: the channel need not wait for it. A
   // stream the user still holds keeps the object (and, through channel_ref_, the channel).
-  gate_holder_.Release();
+  if (gate_holder_) {
+    channel_.OnCallDone(this);
+    gate_holder_.Release();
+  }
   if (user_holds_) return;
   released_ = true;
   out_.Reset();

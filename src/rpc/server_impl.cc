@@ -59,30 +59,34 @@ const detail::MethodHandler* ServerImpl::FindMethod(std::string_view path) const
 
 void ServerImpl::Accept(Listener::Socket socket) {
   if (shutting_down()) return;  // the socket closes as it goes out of scope
-  auto* transport = new ServerTransport(*this, std::move(socket));
+  auto owned = std::make_unique<ServerTransport>(*this, std::move(socket));
+  ServerTransport* transport = owned.get();
   {
     std::lock_guard lock(mu_);
-    if (shutting_down()) {
-      delete transport;
-      return;
-    }
-    transports_.emplace(transport, &transport->connection().io_context());
+    if (shutting_down()) return;
+    transports_.emplace(transport, std::move(owned));
   }
   transport->Start();
 }
 
 void ServerImpl::OnTransportDone(ServerTransport* transport) {
+  std::unique_ptr<ServerTransport> done;
   std::lock_guard lock(mu_);
-  transports_.erase(transport);
+  auto it = transports_.find(transport);
+  done = std::move(it->second);
+  transports_.erase(it);
+  // Destroyed under the lock: a handler posted to it by PostToTransportLocked checks, under
+  // the same lock, that it still exists.
+  done.reset();
   if (transports_.empty()) cv_.notify_all();
 }
 
 void ServerImpl::PostToTransportLocked(ServerTransport* transport,
                                        void (ServerTransport::*step)()) {
   ++posted_to_transports_;
-  asio::post(*transports_.at(transport), [this, transport, step] {
+  asio::post(transport->connection().io_context(), [this, transport, step] {
     std::unique_lock lock(mu_);
-    // A transport deletes itself and leaves transports_ in one handler on its reactor, this
+    // A transport is destroyed and leaves transports_ in one handler on its reactor, this
     // one's: it is either still in the set, and alive until this handler returns, or gone. (No
     // new transport can take its address: Accept refuses once shutting down.)
     const bool alive = transports_.contains(transport);

@@ -64,7 +64,8 @@ class ServerImpl {
   [[nodiscard]] const std::vector<int>& ports() const noexcept { return bound_ports_; }
   [[nodiscard]] const CompressorSet& compressors() const noexcept { return compressors_; }
 
-  // Called by connections on their reactor.
+  // A connection is done and nothing refers to its transport: destroys it. Called on the
+  // transport's reactor, from a fresh handler.
   void OnTransportDone(ServerTransport* transport);
   [[nodiscard]] bool shutting_down() const noexcept {
     return shutting_down_.load(std::memory_order_acquire);
@@ -100,7 +101,7 @@ class ServerImpl {
   std::condition_variable cv_;
   // Live transports and their reactors, so that work can be posted to a transport without
   // touching it (it may be deleting itself on its reactor). Guarded by mu_.
-  std::unordered_map<ServerTransport*, asio::io_context*> transports_;
+  std::unordered_map<ServerTransport*, std::unique_ptr<ServerTransport>> transports_;
   size_t posted_to_transports_ = 0;                  // guarded by mu_; not yet run
   bool shutdown_done_ = false;                       // guarded by mu_
   std::atomic<bool> shutting_down_{false};

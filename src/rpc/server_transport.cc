@@ -134,12 +134,10 @@ void ServerTransport::OnConnectionDone(const Status& /*reason*/) {
 void ServerTransport::MaybeDestroy() {
   if (!connection_done_ || active_calls_ > 0 || pending_ops_ > 0 || destroying_) return;
   destroying_ = true;
-  // Deleting from inside a call's callback would pull the rug from under it: defer.
-  asio::post(connection_.io_context(), [this] {
-    ServerImpl& server = server_;
-    delete this;
-    // Last: once the server hears of it, it may go away.
-    server.OnTransportDone(this);
+  // Destroying it from inside a call's callback would pull the rug from under it: the server,
+  // its owner, does it from a fresh handler.
+  asio::post(connection_.io_context(), [server = &server_, self = this] {
+    server->OnTransportDone(self);
   });
 }
 

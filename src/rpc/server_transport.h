@@ -2,8 +2,9 @@
 // running on its streams.
 //
 // Call objects are recycled per connection (a free list), so a connection that serves call after
-// call stops allocating. The transport deletes itself once its connection is done and no call
-// (including a handler coroutine still running) refers to it.
+// call stops allocating. The server owns the transport (docs/ownership.md) and destroys it once
+// its connection is done and no call (including a handler coroutine still running) refers to
+// it.
 //
 // Thread safety: reactor-confined.
 #ifndef RILL_SRC_RPC_SERVER_TRANSPORT_H_
