@@ -113,9 +113,11 @@ class Channel {
   // deadline passed first. On a reactor thread (where it would block) it returns false at once.
   bool WaitForConnected(Clock::time_point deadline);
 
+ private:
+  // The call paths (rill/client_call.h) reach the implementation.
+  friend class ChannelAccess;
   [[nodiscard]] internal::ChannelImpl& impl() noexcept { return *impl_; }
 
- private:
   explicit Channel(internal::ChannelImpl* impl);
   internal::ChannelImpl* impl_;  // one reference, dropped by the destructor
 };

@@ -34,9 +34,15 @@ class io_context;
 }  // namespace asio
 
 namespace rill {
+class ServerContext;
 namespace internal {
 class ServerCall;
 }  // namespace internal
+namespace detail {
+// For generated code: the plain form of a unary handler was not overridden, so its coroutine
+// form runs instead.
+Status RunAsyncHandler(ServerContext& context) noexcept;
+}  // namespace detail
 
 class ServerContext {
  public:
@@ -116,9 +122,7 @@ class ServerContext {
   bool cancelled_ = false;
   bool run_async_ = false;  // set by a generated sync stub that was not overridden
 
- public:
-  // For generated code: marks that the coroutine form of the handler must run.
-  Status RunAsyncHandler() noexcept;
+  friend Status detail::RunAsyncHandler(ServerContext& context) noexcept;
 };
 
 }  // namespace rill

@@ -56,7 +56,7 @@ void StartUnaryCall(Channel& channel, const MethodDescriptor& method, ClientCont
   if (slot.is_connected()) {
     slot.emplace<CancelContext>(CancelContext{&context});
   }
-  channel.impl().StartUnary(method, context, request, response, std::move(done));
+  ChannelAccess::Impl(channel).StartUnary(method, context, request, response, std::move(done));
 }
 
 Status BlockingUnaryCall(Channel& channel, const MethodDescriptor& method, ClientContext& context,

@@ -40,6 +40,16 @@
 #include "src/rpc/compressor_set.h"
 #include "src/transport/address.h"
 
+namespace rill {
+
+// How the call paths (channel.cc, client_stream.cc) reach a Channel's implementation.
+class ChannelAccess {
+ public:
+  static internal::ChannelImpl& Impl(Channel& channel) { return channel.impl(); }
+};
+
+}  // namespace rill
+
 namespace rill::internal {
 
 class ClientCall;

@@ -12,6 +12,7 @@
 #include "src/rpc/codec.h"
 
 namespace rill {
+
 namespace internal {
 namespace {
 
@@ -165,7 +166,7 @@ namespace detail {
 std::unique_ptr<internal::ClientStreamCore> StartClientStream(Channel& channel,
                                                               const MethodDescriptor& method,
                                                               ClientContext& context) {
-  return channel.impl().StartStream(method, context);
+  return ChannelAccess::Impl(channel).StartStream(method, context);
 }
 
 bool ClientStreamOps::BlockingWriteMessage(internal::OutgoingMessage message,

@@ -27,8 +27,8 @@ asio::io_context& ServerContext::io_context() const noexcept {
   return call_->transport().connection().io_context();
 }
 
-Status ServerContext::RunAsyncHandler() noexcept {
-  run_async_ = true;
+Status detail::RunAsyncHandler(ServerContext& context) noexcept {
+  context.run_async_ = true;
   return Status();
 }
 

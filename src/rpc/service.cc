@@ -6,7 +6,7 @@ namespace rill::detail {
 // the ones their kind needs.
 
 Status MethodHandler::RunUnary(ServerContext& context, const MessageLite&, MessageLite&) const {
-  return context.RunAsyncHandler();
+  return RunAsyncHandler(context);
 }
 
 Awaitable<Status> MethodHandler::RunUnaryAsync(ServerContext&, const MessageLite&,

@@ -152,7 +152,7 @@ TEST_F(CodegenTest, HelloworldHasTheDocumentedShape) {
                                   "Service, ::helloworld::HelloRequest, "
                                   "::helloworld::HelloReply>>(kSayHello.path, this, "
                                   "&Service::SayHello, &Service::SayHelloAsync));"),
-                        HasSubstr("return context.RunAsyncHandler();"),
+                        HasSubstr("return ::rill::detail::RunAsyncHandler(context);"),
                         HasSubstr("co_return ::rill::Status(::rill::StatusCode::kUnimplemented, "
                                   "\"helloworld.Greeter.SayHello is not implemented\");")));
 #endif

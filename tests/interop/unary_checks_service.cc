@@ -109,7 +109,7 @@ std::optional<CheckObservation> ObservationLog::WaitFor(const std::string& call_
 
 rill::Status UnaryChecksService::Check(ServerContext& context, const CheckRequest& request,
                                        CheckResponse& response) {
-  if (request.sleep_ms() > 0) return context.RunAsyncHandler();
+  if (request.sleep_ms() > 0) return rill::detail::RunAsyncHandler(context);
   return Answer(context, request, response);
 }
 

@@ -447,7 +447,7 @@ void PrintServiceDefinitions(pb::io::Printer& printer, const pb::ServiceDescript
         printer.Print(method_vars,
                       "::rill::Status $service_class$::Service::$method$("
                       "::rill::ServerContext& context, const $request$&, $response$&) {\n"
-                      "  return context.RunAsyncHandler();  // not overridden: run $method$Async\n"
+                      "  return ::rill::detail::RunAsyncHandler(context);  // not overridden: run $method$Async\n"
                       "}\n"
                       "\n"
                       "::rill::Awaitable<::rill::Status> $service_class$::Service::$method$Async("
