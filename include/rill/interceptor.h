@@ -13,6 +13,12 @@
 //     }
 //   };
 //
+// Where they run: on the call's reactor, never inside the HTTP/2 session's callbacks. An
+// exception an interceptor throws fails that call — UNKNOWN on the server ("unexpected error
+// in RPC handling"; the exception itself is logged through rill/log.h, not sent), UNKNOWN on
+// the client — and nothing else: the connection and the process live on. An interceptor must
+// not block (it runs on a reactor thread).
+//
 // Thread safety: interceptors are shared by all reactors and must be thread-safe.
 #ifndef RILL_INTERCEPTOR_H_
 #define RILL_INTERCEPTOR_H_

@@ -15,6 +15,12 @@
 // Streaming methods have only a coroutine form, taking a reader and/or writer
 // (rill/server_stream.h).
 //
+// Handlers run on the call's reactor thread, after the HTTP/2 session finished processing the
+// bytes that completed the request (never inside its callbacks), and must not block. An
+// exception a handler throws (the plain form, or out of the coroutine) fails that call with
+// UNKNOWN; the exception is logged (rill/log.h), not sent to the client, and the connection
+// and the process live on.
+//
 // Thread safety: a service's methods are called concurrently from every reactor; a service must
 // be thread-safe (typically stateless, or guarding its own state).
 #ifndef RILL_SERVICE_H_
