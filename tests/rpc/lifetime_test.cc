@@ -93,23 +93,27 @@ class LifetimeService final : public TestService::Service {
 class ReactorBlocker {
  public:
   explicit ReactorBlocker(asio::io_context& io) {
-    asio::post(io, [this] {
-      entered_.set_value();
-      release_.get_future().wait();
+    // The reactor side shares the promises: the blocker may be gone before it wakes.
+    asio::post(io, [state = state_] {
+      state->entered.set_value();
+      state->release.get_future().wait();
     });
-    entered_.get_future().wait();
+    state_->entered.get_future().wait();
   }
   ~ReactorBlocker() { Release(); }
   void Release() {
     if (!released_) {
       released_ = true;
-      release_.set_value();
+      state_->release.set_value();
     }
   }
 
  private:
-  std::promise<void> entered_;
-  std::promise<void> release_;
+  struct State {
+    std::promise<void> entered;
+    std::promise<void> release;
+  };
+  std::shared_ptr<State> state_ = std::make_shared<State>();
   bool released_ = false;
 };
 
