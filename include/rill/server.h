@@ -46,6 +46,15 @@ struct ServerOptions {
   size_t max_send_message_size = SIZE_MAX;
   // Streams a client may open at once on one connection (advertised in SETTINGS).
   uint32_t max_concurrent_streams = 1000;
+  // Handlers (coroutine handlers and streaming handlers: inline handlers return before the next
+  // stream is read) running at once on one connection, and on the whole server (0: no limit).
+  // A reset stream keeps its handler's slot until the handler returned, so a client that opens
+  // and resets streams cannot make the server run more than this. A stream that would exceed a
+  // limit is refused (RST_STREAM REFUSED_STREAM: the client may retry it; it never reached
+  // the application) and counts as protocol noise: a connection that keeps at it is closed with
+  // GOAWAY(ENHANCE_YOUR_CALM).
+  uint32_t max_running_handlers_per_connection = 1000;
+  uint32_t max_running_handlers = 0;
   // Largest request header block accepted; a larger one fails that call with
   // RESOURCE_EXHAUSTED while the connection lives on.
   uint32_t max_header_list_size = 16 * 1024;
@@ -64,6 +73,19 @@ struct ServerOptions {
   size_t write_buffer_size = 256 * 1024;
   // Response messages smaller than this are sent uncompressed even when the call compresses.
   size_t min_compress_size = 0;
+
+  // Connections served at once (0: no limit); a connection accepted past it is closed at once.
+  uint32_t max_connections = 0;
+  // A connection without an open stream for this long is shut down gracefully (0: never).
+  std::chrono::milliseconds max_connection_idle{0};
+  // A connection older than this (±10 %, so that a fleet's connections do not all go at once)
+  // is shut down gracefully; calls still open `max_connection_age_grace` later are cancelled
+  // (0: never, and no limit on the grace).
+  std::chrono::milliseconds max_connection_age{0};
+  std::chrono::milliseconds max_connection_age_grace{0};
+  // A client that has not acknowledged the server's SETTINGS by then is closed with
+  // GOAWAY(SETTINGS_TIMEOUT) (0: no limit).
+  std::chrono::milliseconds settings_ack_timeout{20000};
 
   // Keepalive: a connection silent for `keepalive_time` gets a PING, and is closed if nothing
   // arrives within `keepalive_timeout`.

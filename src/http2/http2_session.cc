@@ -117,7 +117,7 @@ struct Http2Session::Callbacks {
         break;
       case NGHTTP2_DATA:
         if (frame->hd.length == 0 && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) == 0) {
-          ++self->counters_.glitches;  // an empty DATA frame carries nothing
+          self->Glitch();  // an empty DATA frame carries nothing
         }
         if ((frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0) {
           self->handler_->OnRemoteEnd(id, StreamData(self, id));
@@ -140,8 +140,13 @@ struct Http2Session::Callbacks {
           self->handler_->OnPingAck(payload);
         }
         break;
+      case NGHTTP2_SETTINGS:
+        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) self->settings_acked_ = true;
+        break;
       case NGHTTP2_RST_STREAM:
-        ++self->counters_.glitches;
+        // Resets are not abuse (clients cancel calls); the work they could cause is bounded by
+        // the layer above, which frees a stream's handler slot only when its handler returned.
+        ++self->counters_.resets_received;
         break;
       default:
         break;
@@ -191,6 +196,14 @@ struct Http2Session::Callbacks {
 
   static int OnFrameSend(nghttp2_session* session, const nghttp2_frame* frame, void* user_data) {
     Http2Session* self = Self(user_data);
+    if (frame->hd.type == NGHTTP2_GOAWAY) {
+      // nghttp2's own GOAWAYs (after a connection error) count too: ours never go above them.
+      self->goaway_last_id_ = std::min(self->goaway_last_id_, frame->goaway.last_stream_id);
+      if (frame->goaway.last_stream_id == INT32_MAX && self->notice_ping_) {
+        self->SubmitPing(*self->notice_ping_);
+        self->notice_ping_.reset();
+      }
+    }
     if (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) {
       ++self->counters_.headers_data_sent;
     }
@@ -261,7 +274,12 @@ struct Http2Session::Callbacks {
 };
 
 Http2Session::Http2Session(const Http2Options& options, Http2Handler* handler, BufferPool& pool)
-    : handler_(handler), pool_(&pool), server_(options.server) {
+    : handler_(handler),
+      pool_(&pool),
+      server_(options.server),
+      glitch_burst_(options.glitch_burst),
+      glitch_rate_(options.glitch_rate),
+      glitch_tokens_(options.glitch_burst) {
   nghttp2_session_callbacks* cbs = nullptr;
   RILL_CHECK(nghttp2_session_callbacks_new(&cbs) == 0);
   nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, Callbacks::OnBeginHeaders);
@@ -279,8 +297,10 @@ Http2Session::Http2Session(const Http2Options& options, Http2Handler* handler, B
   nghttp2_option_set_no_closed_streams(opt, 1);
   nghttp2_option_set_max_outbound_ack(opt, 1000);
   nghttp2_option_set_max_settings(opt, 32);
-  // Rapid-reset defence: a burst of 1000 resets, then 33 per second.
-  nghttp2_option_set_stream_reset_rate_limit(opt, 1000, 33);
+  // No limit on the rate of resets: a client cancelling many calls is no attacker. What resets
+  // could make the server do is bounded above (a reset stream's handler keeps its slot until
+  // it returned) and by the glitch budget.
+  nghttp2_option_set_stream_reset_rate_limit(opt, UINT64_MAX / 2, UINT64_MAX / 2);
   nghttp2_option_set_max_continuations(opt, 8);
   if (!server_) {
     // Until the server's SETTINGS arrive, assume grpc's customary 100 streams.
@@ -314,8 +334,9 @@ Http2Session::Http2Session(const Http2Options& options, Http2Handler* handler, B
 
 Http2Session::~Http2Session() { nghttp2_session_del(session_); }
 
-Status Http2Session::Receive(Buffer block) {
+Status Http2Session::Receive(Buffer block, std::chrono::steady_clock::time_point now) {
   SessionStep step;
+  now_ = now;
   input_ = &block;
   const ssize_t rv = nghttp2_session_mem_recv(
       session_, reinterpret_cast<const uint8_t*>(block.data()), block.size());
@@ -395,14 +416,37 @@ void Http2Session::SetStreamData(int32_t stream_id, void* stream) {
   nghttp2_session_set_stream_user_data(session_, stream_id, stream);
 }
 
-void Http2Session::SubmitShutdownNotice() {
-  if (server_) nghttp2_submit_shutdown_notice(session_);
+void Http2Session::SubmitShutdownNotice(uint64_t ping_payload) {
+  if (!server_) return;
+  // nghttp2 sends PINGs ahead of GOAWAYs, so the PING is submitted once the notice is sent.
+  notice_ping_ = ping_payload;
+  nghttp2_submit_shutdown_notice(session_);
 }
 
 void Http2Session::SubmitGoaway(uint32_t error_code, std::string_view debug_data) {
-  const int32_t last = server_ ? nghttp2_session_get_last_proc_stream_id(session_) : 0;
+  int32_t last = server_ ? nghttp2_session_get_last_proc_stream_id(session_) : 0;
+  last = std::min(last, goaway_last_id_);
+  goaway_last_id_ = last;
   nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, last, error_code,
                         reinterpret_cast<const uint8_t*>(debug_data.data()), debug_data.size());
+}
+
+bool Http2Session::Glitch() {
+  ++counters_.glitches;
+  if (glitch_burst_ == 0) return true;
+  if (calmed_) return false;
+  if (now_ > glitch_refill_) {
+    const double elapsed = std::chrono::duration<double>(now_ - glitch_refill_).count();
+    if (glitch_refill_ != std::chrono::steady_clock::time_point{}) {
+      glitch_tokens_ = std::min<double>(glitch_burst_, glitch_tokens_ + elapsed * glitch_rate_);
+    }
+    glitch_refill_ = now_;
+  }
+  glitch_tokens_ -= 1;
+  if (glitch_tokens_ >= 0) return true;
+  calmed_ = true;
+  SubmitGoaway(kHttp2EnhanceYourCalm, "too_many_glitches");
+  return false;
 }
 
 void Http2Session::SubmitPing(uint64_t payload) {

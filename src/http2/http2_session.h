@@ -21,9 +21,11 @@
 #define RILL_SRC_HTTP2_HTTP2_SESSION_H_
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string_view>
 
 #include "rill/mem/buffer.h"
@@ -48,6 +50,7 @@ enum Http2ErrorCode : uint32_t {
   kHttp2ProtocolError = 0x1,
   kHttp2InternalError = 0x2,
   kHttp2FlowControlError = 0x3,
+  kHttp2SettingsTimeout = 0x4,
   kHttp2StreamClosed = 0x5,
   kHttp2RefusedStream = 0x7,
   kHttp2Cancel = 0x8,
@@ -122,6 +125,12 @@ struct Http2Options {
   uint32_t max_frame_size = 16384;
   uint32_t max_header_list_size = 16 * 1024;  // advertised; enforced by the layer above
   uint32_t header_table_size = 4096;
+  // Protocol noise (empty DATA frames, streams the layer above refused, ...) is allowed in a
+  // burst of `glitch_burst` plus `glitch_rate` per second; the glitch that overdraws the
+  // budget makes the session send GOAWAY(ENHANCE_YOUR_CALM) at once and take no new stream
+  // (calmed()). 0 disables the budget.
+  uint32_t glitch_burst = 1000;
+  uint32_t glitch_rate = 100;
 };
 
 class Http2Session {
@@ -135,8 +144,9 @@ class Http2Session {
 
   // Feeds bytes read from the connection. `block` is the pooled read block (its view covers the
   // bytes read). A non-OK status means the connection is broken beyond repair: flush what
-  // FillBatch() still produces (typically a GOAWAY), then close.
-  Status Receive(Buffer block);
+  // FillBatch() still produces (typically a GOAWAY), then close. `now` refills the glitch
+  // budget (the session itself reads no clock).
+  Status Receive(Buffer block, std::chrono::steady_clock::time_point now = {});
 
   // Moves frames ready to send into `batch` until nothing is left or the batch is full. Frames
   // go in whole: one that starts below the batch's byte limit may end past it.
@@ -169,10 +179,19 @@ class Http2Session {
   [[nodiscard]] size_t StreamSendAllowance(int32_t stream_id) const;
   void SetStreamData(int32_t stream_id, void* stream);
 
-  // Graceful shutdown, first step: GOAWAY with the maximum stream id (grpc's "shutdown notice").
-  void SubmitShutdownNotice();
-  // GOAWAY with the last stream id actually processed: no new streams after this.
+  // Graceful shutdown, first step: GOAWAY with the maximum stream id (grpc's "shutdown notice"),
+  // followed on the wire by a PING carrying `ping_payload`: its ACK proves the peer has seen the
+  // notice, and the real GOAWAY may follow.
+  void SubmitShutdownNotice(uint64_t ping_payload);
+  // GOAWAY with the last stream id actually processed: no new streams after this. The last
+  // stream id announced never rises from one GOAWAY to the next (RFC 9113 §6.8).
   void SubmitGoaway(uint32_t error_code, std::string_view debug_data);
+  // Counts one unit of protocol noise against the glitch budget (see Http2Options); false
+  // once the budget is spent (the session is calmed()).
+  bool Glitch();
+  // The glitch budget ran out: a GOAWAY(ENHANCE_YOUR_CALM) is queued and no new stream may
+  // reach the layer above.
+  [[nodiscard]] bool calmed() const noexcept { return calmed_; }
   void SubmitPing(uint64_t payload);
 
   // Dynamic flow control: the connection window and every stream's window become `window`
@@ -191,13 +210,16 @@ class Http2Session {
   struct Counters {
     uint64_t pings_received = 0;       // PINGs from the peer (not ACKs)
     uint64_t headers_data_sent = 0;    // HEADERS and DATA frames we sent
-    uint64_t glitches = 0;             // protocol noise: empty DATA frames, peer resets
+    uint64_t glitches = 0;             // protocol noise counted against the budget
+    uint64_t resets_received = 0;      // RST_STREAM frames from the peer (not noise)
   };
   [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
 
   // Streams currently open (either direction).
   [[nodiscard]] size_t open_streams() const { return open_streams_; }
   [[nodiscard]] bool goaway_received() const { return goaway_received_; }
+  // The peer acknowledged our SETTINGS at least once.
+  [[nodiscard]] bool settings_acked() const { return settings_acked_; }
   [[nodiscard]] bool is_server() const { return server_; }
   [[nodiscard]] uint32_t peer_max_concurrent_streams() const;
 
@@ -219,6 +241,16 @@ class Http2Session {
   bool acked_ping_ = false;
   bool server_;
   bool goaway_received_ = false;
+  bool calmed_ = false;
+  bool settings_acked_ = false;
+  int32_t goaway_last_id_ = INT32_MAX;  // lowest last stream id announced so far
+  std::optional<uint64_t> notice_ping_;  // sent once the shutdown notice is on the wire
+  // The glitch budget.
+  uint32_t glitch_burst_;
+  uint32_t glitch_rate_;
+  double glitch_tokens_;
+  std::chrono::steady_clock::time_point now_{};
+  std::chrono::steady_clock::time_point glitch_refill_{};
 };
 
 // True while the calling thread is inside a session's Receive() or FillBatch(), that is, inside

@@ -357,10 +357,12 @@ void ServerCall::RunUnary() {
   // The coroutine form: it runs on this reactor, and the call's cancellation signal aborts
   // whatever it awaits when the call is cancelled.
   handler_running_ = true;
+  transport_->HandlerStarted();
   asio::co_spawn(transport_->connection().io_context(), std::move(*coroutine),
                  asio::bind_cancellation_slot(
                      cancel_signal_.slot(), [this](std::exception_ptr error, Status result) {
                        handler_running_ = false;
+                       transport_->HandlerFinished();
                        if (error) result = StatusForHandlerException(error);
                        FinishUnary(std::move(result));
                      }));
@@ -513,8 +515,19 @@ void ServerCall::Cancel(StatusCode why) {
     // status goes out at once, as in grpc-core. Queued behind messages, it would wait for the
     // peer's window, and a peer that stopped reading would keep the stream and its buffers.
     SendStatus(Status(StatusCode::kDeadlineExceeded, "deadline exceeded"), /*drop_queued=*/true);
+  } else if (why == StatusCode::kUnavailable) {
+    // The server's grace period ended: the client learns why (and the stream is reset after
+    // the trailers), rather than seeing its connection vanish.
+    SendStatus(Status(StatusCode::kUnavailable, "server shutting down"), /*drop_queued=*/true);
   }
   phase_ = Phase::kFinished;
+}
+
+void ServerCall::AbortForShutdown() {
+  if (stream_closed_ || released_) return;
+  if (phase_ == Phase::kFinished) return;  // its status is on the way
+  Cancel(StatusCode::kUnavailable);
+  MaybeRelease();
 }
 
 void ServerCall::ArmDeadline() {
@@ -588,11 +601,13 @@ void ServerCall::RunStream() {
     return;
   }
   handler_running_ = true;
+  transport_->HandlerStarted();
   asio::co_spawn(transport_->connection().io_context(),
                  RunWithoutThrowIfCancelled(std::move(*coroutine)),
                  asio::bind_cancellation_slot(
                      cancel_signal_.slot(), [this](std::exception_ptr error, Status result) {
                        handler_running_ = false;
+                       transport_->HandlerFinished();
                        if (error) result = StatusForHandlerException(error);
                        FinishStream(std::move(result));
                      }));

@@ -58,6 +58,9 @@ class ServerCall final : public ServerStreamCore {
   void OnDataFramed(size_t bytes);
   // The connection is gone: the call ends as cancelled.
   void OnConnectionLost();
+  // The server's grace period ended with the call still open: the handler is cancelled and the
+  // client gets UNAVAILABLE ("server shutting down") and RST_STREAM before the connection goes.
+  void AbortForShutdown();
 
   [[nodiscard]] int32_t stream_id() const noexcept { return stream_id_; }
   [[nodiscard]] ServerTransport& transport() noexcept { return *transport_; }

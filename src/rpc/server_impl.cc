@@ -59,6 +59,14 @@ const detail::MethodHandler* ServerImpl::FindMethod(std::string_view path) const
 
 void ServerImpl::Accept(Listener::Socket socket) {
   if (shutting_down()) return;  // the socket closes as it goes out of scope
+  {
+    std::lock_guard lock(mu_);
+    if (config_.options.max_connections != 0 &&
+        transports_.size() >= config_.options.max_connections) {
+      // Over the limit: the socket closes as it goes out of scope, before any HTTP/2.
+      return;
+    }
+  }
   auto owned = std::make_unique<ServerTransport>(*this, std::move(socket));
   ServerTransport* transport = owned.get();
   {

@@ -67,6 +67,14 @@ class ServerImpl {
   // A connection is done and nothing refers to its transport: destroys it. Called on the
   // transport's reactor, from a fresh handler.
   void OnTransportDone(ServerTransport* transport);
+  // Handlers running on every connection (ServerOptions::max_running_handlers).
+  void OnHandlerStarted() noexcept { running_handlers_.fetch_add(1, std::memory_order_relaxed); }
+  void OnHandlerFinished() noexcept { running_handlers_.fetch_sub(1, std::memory_order_relaxed); }
+  [[nodiscard]] bool AtHandlerLimit() const noexcept {
+    return config_.options.max_running_handlers != 0 &&
+           running_handlers_.load(std::memory_order_relaxed) >=
+               config_.options.max_running_handlers;
+  }
   [[nodiscard]] bool shutting_down() const noexcept {
     return shutting_down_.load(std::memory_order_acquire);
   }
@@ -105,6 +113,7 @@ class ServerImpl {
   size_t posted_to_transports_ = 0;                  // guarded by mu_; not yet run
   bool shutdown_done_ = false;                       // guarded by mu_
   std::atomic<bool> shutting_down_{false};
+  std::atomic<uint32_t> running_handlers_{0};
   std::thread shutdown_thread_;  // a shutdown asked for on a reactor thread runs here
 };
 

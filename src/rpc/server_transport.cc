@@ -1,12 +1,19 @@
 #include "src/rpc/server_transport.h"
 
 #include <asio/post.hpp>
+#include <random>
 
 #include "src/rpc/server_call.h"
 #include "src/rpc/server_impl.h"
 
 namespace rill::internal {
 namespace {
+
+// Identifies the PING that follows the shutdown notice.
+constexpr uint64_t kShutdownPingPayload = 0x73687574'646f776e;
+// A client that does not acknowledge that PING (an nghttp2 client with no open streams stops
+// answering once it saw a GOAWAY) gets the final GOAWAY after this long anyway.
+constexpr std::chrono::seconds kShutdownAckTimeout{5};
 
 Http2Connection::Options ConnectionOptions(const ServerOptions& o) {
   Http2Connection::Options options;
@@ -23,6 +30,7 @@ Http2Connection::Options ConnectionOptions(const ServerOptions& o) {
   options.write_buffer_size = o.write_buffer_size;
   options.handshake_timeout = o.handshake_timeout;
   options.keepalive_time = std::max(o.keepalive_time, std::chrono::milliseconds(1000));
+  options.settings_ack_timeout = o.settings_ack_timeout;
   options.keepalive_timeout = o.keepalive_timeout;
   options.min_ping_interval = o.keepalive_min_ping_interval;
   options.pings_without_streams = o.permit_keepalive_without_calls;
@@ -36,25 +44,122 @@ ServerCall* CallOf(void* stream) { return static_cast<ServerCall*>(stream); }
 ServerTransport::ServerTransport(ServerImpl& server, Http2Connection::Socket socket)
     : server_(server),
       connection_(std::move(socket), ConnectionOptions(server.options()), this, server.pool(),
-                  this) {}
+                  this),
+      lifetime_timer_(connection_.io_context()),
+      notice_timer_(connection_.io_context()) {}
 
 ServerTransport::~ServerTransport() = default;
 
-void ServerTransport::Start() { connection_.Start(); }
+void ServerTransport::Start() {
+  connection_.Start();
+  const ServerOptions& options = server_.options();
+  const auto now = std::chrono::steady_clock::now();
+  idle_since_ = now;
+  if (options.max_connection_age.count() > 0) {
+    // ±10 % jitter, as grpc-go and libgrpc++ do.
+    std::minstd_rand rng(static_cast<uint32_t>(reinterpret_cast<uintptr_t>(this)) ^
+                         static_cast<uint32_t>(now.time_since_epoch().count()));
+    const double factor = std::uniform_real_distribution<double>(0.9, 1.1)(rng);
+    age_limit_ = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                           options.max_connection_age * factor);
+  }
+  ArmIdleTimer();
+}
+
+void ServerTransport::ArmIdleTimer() {
+  const ServerOptions& options = server_.options();
+  auto when = age_shutdown_ ? std::chrono::steady_clock::time_point::max() : age_limit_;
+  if (options.max_connection_idle.count() > 0 && active_calls_ == 0 && !shutdown_notice_sent_) {
+    when = std::min(when, idle_since_ + options.max_connection_idle);
+  }
+  if (age_shutdown_ && options.max_connection_age_grace.count() > 0) {
+    when = std::min(when, age_limit_ + options.max_connection_age_grace);
+  }
+  if (when == std::chrono::steady_clock::time_point::max() || connection_.closed()) return;
+  AddPendingOp();
+  lifetime_timer_.expires_at(when);
+  lifetime_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) OnLifetimeTimer();
+    RemovePendingOp();
+  });
+}
+
+void ServerTransport::OnLifetimeTimer() {
+  if (connection_.closed()) return;
+  const ServerOptions& options = server_.options();
+  const auto now = std::chrono::steady_clock::now();
+  if (age_shutdown_) {
+    if (options.max_connection_age_grace.count() > 0 &&
+        now >= age_limit_ + options.max_connection_age_grace) {
+      ForceClose();
+      return;
+    }
+  } else if (now >= age_limit_) {
+    age_shutdown_ = true;
+    BeginShutdown();
+  } else if (options.max_connection_idle.count() > 0 && active_calls_ == 0 &&
+             now >= idle_since_ + options.max_connection_idle) {
+    BeginShutdown();
+    return;
+  }
+  ArmIdleTimer();
+}
 
 void ServerTransport::BeginShutdown() {
-  if (connection_.closed()) return;
-  // GOAWAY with the last stream id we processed: no new streams. Once the open ones finish,
-  // the session wants neither read nor write and the connection closes itself.
-  session().SubmitGoaway(kHttp2NoError, "server shutting down");
+  if (connection_.closed() || shutdown_notice_sent_) return;
+  // Two steps (RFC 9113 §6.8): a GOAWAY with the largest stream id tells the client to stop
+  // opening streams without refusing those already on their way; the PING's ACK proves the
+  // client has seen it, and then the GOAWAY with the last stream id processed follows. Once
+  // the open streams finish, the session wants neither read nor write and the connection
+  // closes itself.
+  shutdown_notice_sent_ = true;
+  session().SubmitShutdownNotice(kShutdownPingPayload);
   connection_.ScheduleFlush();
+  AddPendingOp();
+  notice_timer_.expires_after(kShutdownAckTimeout);
+  notice_timer_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) SendFinalGoaway();
+    RemovePendingOp();
+  });
+}
+
+void ServerTransport::SendFinalGoaway() {
+  if (final_goaway_sent_ || connection_.closed()) return;
+  final_goaway_sent_ = true;
+  notice_timer_.cancel();
+  session().SubmitGoaway(kHttp2NoError, "server shutting down");
+  connection_.ScheduleFlush();  // a no-op inside a session step, which flushes at its end
+}
+
+void ServerTransport::OnPingAck(uint64_t payload) {
+  if (payload == kShutdownPingPayload) SendFinalGoaway();
 }
 
 void ServerTransport::ForceClose() {
-  connection_.Close(Status(StatusCode::kUnavailable, "server shut down"));
+  if (connection_.closed()) return;
+  // The grace period is over: every call still open gets its status and a reset, the final
+  // GOAWAY goes out, and the connection closes once that is written (or soon after, if the
+  // peer does not read).
+  for (const auto& call : calls_) call->AbortForShutdown();
+  SendFinalGoaway();
+  connection_.CloseAfterFlush(Status(StatusCode::kUnavailable, "server shut down"),
+                              std::chrono::seconds(1));
 }
 
 void ServerTransport::OnStreamBegin(int32_t stream_id) {
+  const ServerOptions& options = server_.options();
+  if (session().calmed()) {
+    // Past the glitch budget: the GOAWAY is queued, nothing new reaches the application.
+    session().Reset(stream_id, kHttp2RefusedStream);
+    return;
+  }
+  if (running_handlers_ >= options.max_running_handlers_per_connection ||
+      server_.AtHandlerLimit()) {
+    // Admission is judged by work: too many handlers still run (reset streams' included).
+    session().Reset(stream_id, kHttp2RefusedStream);
+    session().Glitch();
+    return;
+  }
   ServerCall* call;
   if (!free_calls_.empty()) {
     call = free_calls_.back();
@@ -98,7 +203,24 @@ void ServerTransport::OnDataFramed(int32_t, void* stream, size_t bytes) {
 void ServerTransport::ReleaseCall(ServerCall* call) {
   free_calls_.push_back(call);
   --active_calls_;
+  if (active_calls_ == 0) {
+    idle_since_ = std::chrono::steady_clock::now();
+    if (server_.options().max_connection_idle.count() > 0 && !connection_done_) {
+      lifetime_timer_.cancel();  // re-armed from the idle moment
+      ArmIdleTimer();
+    }
+  }
   MaybeDestroy();
+}
+
+void ServerTransport::HandlerStarted() {
+  ++running_handlers_;
+  server_.OnHandlerStarted();
+}
+
+void ServerTransport::HandlerFinished() {
+  --running_handlers_;
+  server_.OnHandlerFinished();
 }
 
 void ServerTransport::Defer(ServerCall* call) {
@@ -123,6 +245,8 @@ void ServerTransport::OnSessionStepDone() {
 
 void ServerTransport::OnConnectionDone(const Status& /*reason*/) {
   connection_done_ = true;
+  lifetime_timer_.cancel();
+  notice_timer_.cancel();
   // Work deferred by the last session step still runs (it may be a handler start that now
   // finds its call ended), so that every call is released.
   OnSessionStepDone();

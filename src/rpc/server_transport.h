@@ -10,6 +10,8 @@
 #ifndef RILL_SRC_RPC_SERVER_TRANSPORT_H_
 #define RILL_SRC_RPC_SERVER_TRANSPORT_H_
 
+#include <asio/steady_timer.hpp>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -42,6 +44,9 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
   void ReleaseCall(ServerCall* call);
   // Queues `call` to RunDeferred() once the session's current step ends (in order).
   void Defer(ServerCall* call);
+  // A coroutine or streaming handler started / returned (the admission limits count them).
+  void HandlerStarted();
+  void HandlerFinished();
 
   // Asynchronous operations of calls (timers) that must finish before the transport goes.
   void AddPendingOp() { ++pending_ops_; }
@@ -59,6 +64,7 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
   void OnRemoteEnd(int32_t stream_id, void* stream) override;
   void OnStreamClose(int32_t stream_id, void* stream, uint32_t error_code) override;
   void OnDataFramed(int32_t stream_id, void* stream, size_t bytes) override;
+  void OnPingAck(uint64_t payload) override;
 
   // Http2Connection::Owner.
   void OnConnectionDone(const Status& reason) override;
@@ -75,6 +81,19 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
   std::vector<std::unique_ptr<ServerCall>> calls_;  // every call object this transport made
   std::vector<ServerCall*> free_calls_;
   size_t active_calls_ = 0;
+  uint32_t running_handlers_ = 0;
+  // Graceful shutdown after max_connection_idle / max_connection_age.
+  void ArmIdleTimer();
+  void OnLifetimeTimer();
+  // Graceful shutdown, second step: GOAWAY with the last stream id processed.
+  void SendFinalGoaway();
+  asio::steady_timer lifetime_timer_;
+  asio::steady_timer notice_timer_;  // waits for the ACK of the PING after the notice
+  std::chrono::steady_clock::time_point idle_since_;
+  std::chrono::steady_clock::time_point age_limit_ = std::chrono::steady_clock::time_point::max();
+  bool age_shutdown_ = false;
+  bool shutdown_notice_sent_ = false;
+  bool final_goaway_sent_ = false;
   int pending_ops_ = 0;
   bool connection_done_ = false;
   bool destroying_ = false;

@@ -37,14 +37,14 @@ Http2Connection::Http2Connection(Socket socket, const Options& options, Http2Han
       pool_(&pool),
       owner_(owner),
       handshake_timer_(io_context_),
+      close_timer_(io_context_),
+      settings_timer_(io_context_),
       read_block_size_(options.read_block_size),
       handshake_timeout_(options.handshake_timeout),
       policy_(options),
       keepalive_timer_(io_context_) {
   if (options.dynamic_window) bdp_.emplace(options.http2.initial_stream_window);
   last_read_ = std::chrono::steady_clock::now();
-  glitch_tokens_ = options.glitch_burst;
-  glitch_refill_ = last_read_;
   asio::error_code ec;
   socket_.non_blocking(true, ec);
   const auto endpoint = socket_.remote_endpoint(ec);
@@ -66,6 +66,19 @@ void Http2Connection::Start() {
       OpDone();
       if (!ec && !closed_ && bytes_received_ < 24) {
         Close(Status(StatusCode::kUnavailable, "HTTP/2 handshake timed out"));
+      }
+      CheckDone();
+    });
+  }
+  if (policy_.settings_ack_timeout.count() > 0) {
+    ++pending_ops_;
+    settings_timer_.expires_after(policy_.settings_ack_timeout);
+    settings_timer_.async_wait([this](const asio::error_code& ec) {
+      OpDone();
+      if (!ec && !closed_ && !session_.settings_acked()) {
+        session_.SubmitGoaway(kHttp2SettingsTimeout, "settings_timeout");
+        CloseAfterFlush(Status(StatusCode::kUnavailable, "SETTINGS not acknowledged in time"),
+                        std::chrono::seconds(1));
       }
       CheckDone();
     });
@@ -140,15 +153,6 @@ void Http2Connection::ApplyPolicies() {
       last_peer_ping_ = now;
     }
   }
-  if (policy_.glitch_burst > 0 && counters.glitches != glitches_seen_) {
-    const double elapsed = std::chrono::duration<double>(now - glitch_refill_).count();
-    glitch_refill_ = now;
-    glitch_tokens_ = std::min<double>(policy_.glitch_burst,
-                                      glitch_tokens_ + elapsed * policy_.glitch_rate);
-    glitch_tokens_ -= static_cast<double>(counters.glitches - glitches_seen_);
-    glitches_seen_ = counters.glitches;
-    if (glitch_tokens_ < 0) Misbehaved("too_many_glitches");
-  }
 }
 
 void Http2Connection::WaitReadable() {
@@ -183,11 +187,16 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
     bytes_received_ += static_cast<size_t>(n);
     const bool drained = static_cast<size_t>(n) < block.size();
     block.Truncate(static_cast<size_t>(n));
-    Status status = session_.Receive(std::move(block));
+    Status status = session_.Receive(std::move(block), std::chrono::steady_clock::now());
     owner_->OnSessionStepDone();
     if (!status.ok()) {
       // nghttp2 queued a GOAWAY explaining the error; send it, then close.
       CloseAfterFlush(std::move(status));
+      break;
+    }
+    if (session_.calmed()) {
+      // The glitch budget ran out: the session queued GOAWAY(ENHANCE_YOUR_CALM).
+      CloseAfterFlush(Status(StatusCode::kUnavailable, "too_many_glitches"));
       break;
     }
     if (drained) break;
@@ -287,10 +296,19 @@ void Http2Connection::WaitWritable() {
   });
 }
 
-void Http2Connection::CloseAfterFlush(Status reason) {
+void Http2Connection::CloseAfterFlush(Status reason, std::chrono::milliseconds limit) {
   if (closed_ || close_after_flush_) return;
   close_after_flush_ = true;
   close_reason_ = std::move(reason);
+  if (limit.count() > 0) {
+    ++pending_ops_;
+    close_timer_.expires_after(limit);
+    close_timer_.async_wait([this](const asio::error_code& ec) {
+      OpDone();
+      if (!ec && !closed_) Close(close_reason_);
+      CheckDone();
+    });
+  }
   ScheduleFlush();
 }
 
@@ -301,6 +319,8 @@ void Http2Connection::Close(Status reason) {
   asio::error_code ignored;
   handshake_timer_.cancel();
   keepalive_timer_.cancel();
+  close_timer_.cancel();
+  settings_timer_.cancel();
   socket_.close(ignored);
   batch_.Clear();
   // OnConnectionDone must not run inside Close() (the caller may be deep in a callback), so the

@@ -50,6 +50,9 @@ class Http2Connection {
     size_t write_buffer_size = OutputBatch::kDefaultByteLimit;
     // Closes a connection whose peer has not completed the HTTP/2 preface by then (0: never).
     std::chrono::milliseconds handshake_timeout{0};
+    // Closes a connection whose peer has not acknowledged our SETTINGS by then, with
+    // GOAWAY(SETTINGS_TIMEOUT) (0: never).
+    std::chrono::milliseconds settings_ack_timeout{0};
     // Grow the receive windows to the bandwidth-delay product (off when windows are static).
     bool dynamic_window = true;
     // Keepalive: after `keepalive_time` without receiving anything, send a PING; close the
@@ -64,11 +67,8 @@ class Http2Connection {
     // "too_many_pings"). 0 disables enforcement.
     std::chrono::milliseconds min_ping_interval{0};
     bool pings_without_streams = false;
-    // Protocol noise (empty DATA frames, stream resets from the peer) is allowed in a burst of
-    // `glitch_burst` plus `glitch_rate` per second; beyond that the connection is closed with
-    // GOAWAY(ENHANCE_YOUR_CALM). 0 disables the budget.
-    uint32_t glitch_burst = 1000;
-    uint32_t glitch_rate = 100;
+    // The glitch budget is the session's (http2.glitch_burst / glitch_rate): once spent, the
+    // session queues GOAWAY(ENHANCE_YOUR_CALM) and the connection closes after flushing it.
   };
 
   // `handler`, `pool` and `owner` must outlive the connection.
@@ -92,8 +92,9 @@ class Http2Connection {
   void ScheduleFlush();
   // Closes the socket now; queued output is dropped. Idempotent.
   void Close(Status reason);
-  // Closes once everything queued has been written (after a GOAWAY, say).
-  void CloseAfterFlush(Status reason);
+  // Closes once everything queued has been written (after a GOAWAY, say), or after `limit` at
+  // the latest (0: no limit; a peer that stops reading cannot hold the connection open then).
+  void CloseAfterFlush(Status reason, std::chrono::milliseconds limit = {});
 
  private:
   void WaitReadable();
@@ -116,6 +117,8 @@ class Http2Connection {
   BufferPool* pool_;
   Owner* owner_;
   asio::steady_timer handshake_timer_;
+  asio::steady_timer close_timer_;
+  asio::steady_timer settings_timer_;
   std::string peer_;
   Status close_reason_;
   size_t read_block_size_;
@@ -124,7 +127,7 @@ class Http2Connection {
   std::optional<BdpEstimator> bdp_;
   uint64_t data_bytes_seen_ = 0;
 
-  // Keepalive, ping enforcement and the glitch budget.
+  // Keepalive and ping enforcement.
   Options policy_;
   asio::steady_timer keepalive_timer_;
   std::chrono::steady_clock::time_point last_read_;
@@ -134,9 +137,6 @@ class Http2Connection {
   uint64_t sends_seen_ = 0;
   std::chrono::steady_clock::time_point last_peer_ping_{};
   int ping_strikes_ = 0;
-  uint64_t glitches_seen_ = 0;
-  double glitch_tokens_ = 0;
-  std::chrono::steady_clock::time_point glitch_refill_{};
   int pending_ops_ = 0;
   bool reading_ = false;
   bool writing_ = false;

@@ -6,8 +6,11 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
+#include <cerrno>
 #include <future>
 
+#include "rill/log.h"
 #include "rill/reactor_pool.h"
 
 namespace rill::internal {
@@ -16,7 +19,7 @@ struct Listener::State : std::enable_shared_from_this<Listener::State> {
   using Acceptor = asio::basic_socket_acceptor<asio::generic::stream_protocol>;
 
   State(asio::io_context& io, ReactorPool& pool, AcceptFn fn)
-      : io_context(io), acceptor(io), reactors(pool), on_accept(std::move(fn)) {}
+      : io_context(io), acceptor(io), reactors(pool), on_accept(std::move(fn)), backoff_timer(io) {}
 
   void AcceptNext() {
     asio::io_context& target = reactors.Next();
@@ -24,14 +27,40 @@ struct Listener::State : std::enable_shared_from_this<Listener::State> {
                                       const asio::error_code& ec, Socket socket) {
       if (self->stopped) return;
       if (!ec) {
+        self->backoff = std::chrono::milliseconds(0);
         asio::post(target, [self, s = std::move(socket)]() mutable {
           self->on_accept(std::move(s));
         });
       } else if (ec == asio::error::operation_aborted) {
         return;
+      } else if (IsResourceShortage(ec)) {
+        // Out of file descriptors (or memory): accepting again at once would fail at once, and
+        // spin. Wait, longer each time, until a connection closed somewhere.
+        self->BackOff(ec);
+        return;
       }
-      // Other errors (EMFILE, ECONNABORTED...) are transient: keep accepting.
+      // Other errors (ECONNABORTED: the peer gave up while queued) concern one connection.
       self->AcceptNext();
+    });
+  }
+
+  static bool IsResourceShortage(const asio::error_code& ec) {
+    return ec == asio::error::no_descriptors || ec.value() == ENFILE ||
+           ec == asio::error::no_buffer_space || ec == asio::error::no_memory;
+  }
+
+  void BackOff(const asio::error_code& ec) {
+    const bool first = backoff.count() == 0;
+    backoff = first ? std::chrono::milliseconds(10)
+                    : std::min(backoff * 2, std::chrono::milliseconds(1000));
+    if (first) {
+      Log(LogSeverity::kWarning, "accept: " + ec.message() +
+                                     "; pausing new connections on " + name +
+                                     " until descriptors are free (retrying with backoff)");
+    }
+    backoff_timer.expires_after(backoff);
+    backoff_timer.async_wait([self = shared_from_this()](const asio::error_code& wait_ec) {
+      if (!wait_ec && !self->stopped) self->AcceptNext();
     });
   }
 
@@ -40,7 +69,10 @@ struct Listener::State : std::enable_shared_from_this<Listener::State> {
   ReactorPool& reactors;
   AcceptFn on_accept;
   std::string unix_path;
+  std::string name;  // for log lines
   bool stopped = false;
+  asio::steady_timer backoff_timer;
+  std::chrono::milliseconds backoff{0};
 };
 
 StatusOr<std::unique_ptr<Listener>> Listener::Create(const Address& address,
@@ -53,6 +85,7 @@ StatusOr<std::unique_ptr<Listener>> Listener::Create(const Address& address,
     ::unlink(address.path.c_str());  // a stale socket file from an earlier run
     endpoint = asio::local::stream_protocol::endpoint(address.path);
     state->unix_path = address.path;
+    state->name = "unix:" + address.path;
   } else {
     asio::ip::tcp::resolver resolver(io);
     auto results = resolver.resolve(address.host, std::to_string(address.port),
@@ -85,6 +118,7 @@ StatusOr<std::unique_ptr<Listener>> Listener::Create(const Address& address,
     } else if (sa->sa_family == AF_INET6) {
       port = ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
     }
+    state->name = PeerName(local);
   }
   return std::unique_ptr<Listener>(new Listener(std::move(state), port));
 }
@@ -101,6 +135,7 @@ void Listener::Stop() {
     state->stopped = true;
     asio::error_code ignored;
     state->acceptor.close(ignored);
+    state->backoff_timer.cancel();
     if (!state->unix_path.empty()) ::unlink(state->unix_path.c_str());
   };
   if (ReactorPool::Current() == &state_->io_context) {

@@ -107,6 +107,10 @@ struct RawH2Client::Callbacks {
       case NGHTTP2_GOAWAY:
         self->goaway_error_ = frame->goaway.error_code;
         self->goaway_last_stream_ = frame->goaway.last_stream_id;
+        self->goaways_.push_back(
+            {frame->goaway.last_stream_id, frame->goaway.error_code,
+             std::string(reinterpret_cast<const char*>(frame->goaway.opaque_data),
+                         frame->goaway.opaque_data_len)});
         break;
       case NGHTTP2_SETTINGS:
         if ((frame->hd.flags & NGHTTP2_FLAG_ACK) == 0) {
@@ -117,7 +121,13 @@ struct RawH2Client::Callbacks {
         }
         break;
       case NGHTTP2_PING:
-        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) ++self->pings_acked_;
+        if ((frame->hd.flags & NGHTTP2_FLAG_ACK) != 0) {
+          ++self->pings_acked_;
+        } else {
+          ++self->pings_received_;
+          // A PING after a GOAWAY: the server's two-step shutdown.
+          if (!self->goaways_.empty()) self->goaways_.back().ping_followed = true;
+        }
         break;
       default:
         break;

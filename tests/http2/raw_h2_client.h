@@ -127,6 +127,15 @@ class RawH2Client {
   [[nodiscard]] std::optional<uint32_t> goaway_error() const { return goaway_error_; }
   [[nodiscard]] int32_t goaway_last_stream() const { return goaway_last_stream_; }
   [[nodiscard]] int pings_acked() const { return pings_acked_; }
+  [[nodiscard]] int pings_received() const { return pings_received_; }
+  // Every GOAWAY the server sent, in order.
+  struct Goaway {
+    int32_t last_stream_id;
+    uint32_t error_code;
+    std::string debug;
+    bool ping_followed = false;  // a PING came right after it
+  };
+  [[nodiscard]] const std::vector<Goaway>& goaways() const { return goaways_; }
   // The server's SETTINGS values by id (after its first SETTINGS arrived).
   [[nodiscard]] const std::map<int32_t, uint32_t>& server_settings() const {
     return server_settings_;
@@ -158,6 +167,8 @@ class RawH2Client {
   std::optional<uint32_t> goaway_error_;
   int32_t goaway_last_stream_ = -1;
   int pings_acked_ = 0;
+  int pings_received_ = 0;
+  std::vector<Goaway> goaways_;
   std::map<int32_t, uint32_t> server_settings_;
   std::string session_error_;
 };

@@ -1,0 +1,369 @@
+// Floods and lifecycle limits, probed with raw HTTP/2 frames: the work a client can cause is
+// bounded by the handlers it can keep running, not by how often it resets; a client that only
+// cancels a lot keeps its connection; every closed connection gets a GOAWAY first, and the last
+// stream id a server announces never rises; shutdown, idle and age limits end connections in
+// two GOAWAY steps and give open calls a status.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "grpc/testing/test.rill.h"
+#include "rill/log.h"
+#include "rill/server_context.h"
+#include "tests/http2/raw_h2_client.h"
+#include "tests/rpc/rpc_test_util.h"
+
+namespace rill::test {
+namespace {
+
+using grpc::testing::SimpleRequest;
+using grpc::testing::SimpleResponse;
+using grpc::testing::TestService;
+using std::chrono::milliseconds;
+
+constexpr char kParkedPath[] = "/grpc.testing.TestService/UnaryCall";
+constexpr char kPromptPath[] = "/grpc.testing.TestService/CacheableUnaryCall";
+constexpr uint32_t kHttp2Cancel = 0x8;
+constexpr uint32_t kEnhanceYourCalm = 0xb;
+constexpr uint32_t kSettingsTimeout = 0x4;
+
+// UnaryCall's handler parks until released, whatever happens to its call (the worst case for
+// a server: work that outlives its stream). CacheableUnaryCall's handler waits up to 10 s but
+// returns as soon as its call is cancelled (a well-behaved handler).
+class ProbeService final : public TestService::Service {
+ public:
+  Awaitable<Status> UnaryCallAsync(ServerContext& context, const SimpleRequest&,
+                                   SimpleResponse&) override {
+    started.fetch_add(1);
+    co_await asio::this_coro::throw_if_cancelled(false);  // keeps running when cancelled
+    while (!released.load()) {
+      asio::steady_timer timer(context.io_context(), milliseconds(5));
+      asio::error_code ec;
+      co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+    co_return Status();
+  }
+  Awaitable<Status> CacheableUnaryCallAsync(ServerContext& context, const SimpleRequest&,
+                                            SimpleResponse&) override {
+    started.fetch_add(1);
+    asio::steady_timer timer(context.io_context(), std::chrono::seconds(10));
+    asio::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    co_return Status();
+  }
+  Status EmptyCall(ServerContext&, const grpc::testing::Empty&, grpc::testing::Empty&) override {
+    return Status();
+  }
+
+  std::atomic<int> started{0};
+  std::atomic<bool> released{false};
+};
+
+size_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0;
+  size_t resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// True when no GOAWAY announced a higher last stream id than an earlier one.
+bool LastStreamIdsNeverRise(const std::vector<RawH2Client::Goaway>& goaways) {
+  for (size_t i = 1; i < goaways.size(); ++i) {
+    if (goaways[i].last_stream_id > goaways[i - 1].last_stream_id) return false;
+  }
+  return true;
+}
+
+class HardeningTest : public ::testing::Test {
+ protected:
+  void Start(const ServerOptions& options) {
+    TestServerSetup setup;
+    setup.services.push_back(&service_);
+    setup.options = options;
+    server_ = TestServer::Start(Transport::kTcp, setup);
+    ASSERT_NE(server_, nullptr);
+  }
+  void TearDown() override {
+    service_.released = true;
+    if (server_ != nullptr) server_->Stop();
+  }
+
+  std::unique_ptr<RawH2Client> Connect() {
+    return RawH2Client::Connect("127.0.0.1", server_->port());
+  }
+
+  // A unary call on a fresh connection works.
+  bool GoodCallWorks() {
+    auto client = Connect();
+    if (client == nullptr) return false;
+    const int32_t id = client->OpenStream(GrpcRequestHeaders("/grpc.testing.TestService/EmptyCall"));
+    client->SendData(id, GrpcMessage(""), /*end_stream=*/true);
+    return client->WaitForClose(id) && client->stream(id).GrpcStatus() == 0;
+  }
+
+  ProbeService service_;
+  std::unique_ptr<TestServer> server_;
+};
+
+// Rapid reset with handlers that outlive their streams: each batch of requests is sent, read
+// by the server (its handlers start), then reset. Once the handler cap is reached every new
+// stream is refused, each refusal is noise, and the noise budget ends in GOAWAY.
+TEST_F(HardeningTest, RapidResetRunsNoMoreHandlersThanTheCap) {
+  ServerOptions options;
+  options.max_running_handlers_per_connection = 100;
+  Start(options);
+  const size_t rss_before = ResidentBytes();
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  const std::string message = GrpcMessage(SimpleRequest().SerializeAsString());
+  int opened = 0;
+  for (int batch = 0; batch < 200 && client->goaways().empty() && !client->disconnected();
+       ++batch) {
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 100; ++i) {
+      const int32_t id = client->OpenStream(GrpcRequestHeaders(kParkedPath));
+      if (id <= 0) break;
+      client->SendData(id, message, /*end_stream=*/true);
+      ids.push_back(id);
+    }
+    opened += static_cast<int>(ids.size());
+    client->RunUntil([] { return false; }, milliseconds(2));
+    for (int32_t id : ids) client->Reset(id, kHttp2Cancel);
+    client->RunUntil([] { return false; }, milliseconds(1));
+  }
+  int refused = 0;
+  for (int32_t id = 1; id < 2 * opened; id += 2) refused += client->stream(id).rst_received == 7;
+  EXPECT_GT(refused, 0) << "streams past the cap are refused (REFUSED_STREAM: safe to retry)";
+  ASSERT_TRUE(client->RunUntil([&] { return !client->goaways().empty(); }, milliseconds(10000)));
+  EXPECT_LE(service_.started.load(), 100) << "handlers ran past the cap";
+  EXPECT_GT(opened, 1000);
+  EXPECT_EQ(client->goaways().front().error_code, kEnhanceYourCalm);
+  EXPECT_TRUE(LastStreamIdsNeverRise(client->goaways()));
+  EXPECT_TRUE(client->WaitForDisconnect());
+  const size_t rss_after = ResidentBytes();
+  std::printf("streams opened %d, handlers started %d, GOAWAY last stream %d, RSS %+.1f MiB\n",
+              opened, service_.started.load(), client->goaways().front().last_stream_id,
+              (static_cast<double>(rss_after) - static_cast<double>(rss_before)) / (1 << 20));
+  EXPECT_LT(rss_after, rss_before + (20u << 20));
+  service_.released = true;
+  EXPECT_TRUE(GoodCallWorks());
+}
+
+// Cancelling is not abuse: thousands of calls cancelled right after their handlers started,
+// on one connection, and the connection stays (no GOAWAY) and still serves.
+TEST_F(HardeningTest, AClientThatCancelsALotKeepsItsConnection) {
+  ServerOptions options;
+  options.max_running_handlers_per_connection = 100;
+  Start(options);
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  const std::string message = GrpcMessage(SimpleRequest().SerializeAsString());
+  for (int i = 0; i < 3000; ++i) {
+    const int32_t id = client->OpenStream(GrpcRequestHeaders(kPromptPath));
+    ASSERT_GT(id, 0) << "stream " << i;
+    client->SendData(id, message, /*end_stream=*/true);
+    client->RunUntil([] { return false; }, milliseconds(1));
+    client->Reset(id, kHttp2Cancel);
+    if (i % 50 == 0) client->RunUntil([] { return false; }, milliseconds(1));
+  }
+  client->RunUntil([] { return false; }, milliseconds(200));
+  EXPECT_TRUE(client->goaways().empty()) << "GOAWAY code " << client->goaways().front().error_code;
+  EXPECT_FALSE(client->disconnected());
+  const int32_t id = client->OpenStream(GrpcRequestHeaders("/grpc.testing.TestService/EmptyCall"));
+  client->SendData(id, GrpcMessage(""), /*end_stream=*/true);
+  ASSERT_TRUE(client->WaitForClose(id));
+  EXPECT_EQ(client->stream(id).GrpcStatus(), 0);
+  std::printf("handlers started %d\n", service_.started.load());
+}
+
+TEST_F(HardeningTest, GracefulShutdownIsTwoStepAndEndsOpenCallsWithAStatus) {
+  Start(ServerOptions());
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  const int32_t id = client->OpenStream(GrpcRequestHeaders(kParkedPath));
+  client->SendData(id, GrpcMessage(SimpleRequest().SerializeAsString()), /*end_stream=*/true);
+  ASSERT_TRUE(client->RunUntil([&] { return service_.started.load() == 1; }));
+  std::thread stopper([&] { server_->Stop(milliseconds(300)); });
+  ASSERT_TRUE(client->WaitForClose(id, milliseconds(20000)));
+  client->WaitForDisconnect();
+  service_.released = true;  // the server's Stop returns once its handlers have returned
+  stopper.join();
+  const auto& goaways = client->goaways();
+  ASSERT_GE(goaways.size(), 2u);
+  EXPECT_EQ(goaways[0].last_stream_id, INT32_MAX) << "first the shutdown notice";
+  EXPECT_TRUE(goaways[0].ping_followed);
+  EXPECT_EQ(goaways[1].last_stream_id, id) << "then the last stream processed";
+  EXPECT_TRUE(LastStreamIdsNeverRise(goaways));
+  // The parked call got a status, not a vanished connection.
+  EXPECT_EQ(client->stream(id).GrpcStatus(), 14);
+}
+
+TEST_F(HardeningTest, ConnectionsPastTheLimitAreClosed) {
+  ServerOptions options;
+  options.max_connections = 2;
+  Start(options);
+  auto first = Connect();
+  auto second = Connect();
+  ASSERT_TRUE(first->RunUntil([&] { return !first->server_settings().empty(); }));
+  ASSERT_TRUE(second->RunUntil([&] { return !second->server_settings().empty(); }));
+  auto third = Connect();
+  ASSERT_NE(third, nullptr);
+  EXPECT_TRUE(third->WaitForDisconnect(milliseconds(10000)));
+  EXPECT_TRUE(third->server_settings().empty());
+  first.reset();
+  // A slot is free again once the first connection is gone on the server.
+  bool served = false;
+  for (int attempt = 0; attempt < 100 && !served; ++attempt) {
+    served = GoodCallWorks();
+    if (!served) std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_TRUE(served);
+}
+
+TEST_F(HardeningTest, IdleConnectionIsShutDown) {
+  ServerOptions options;
+  options.max_connection_idle = milliseconds(200);
+  Start(options);
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  const int32_t id = client->OpenStream(GrpcRequestHeaders("/grpc.testing.TestService/EmptyCall"));
+  client->SendData(id, GrpcMessage(""), /*end_stream=*/true);
+  ASSERT_TRUE(client->WaitForClose(id));
+  // The shutdown notice and its PING arrive. This (nghttp2) client, with no stream open, stops
+  // processing frames once it saw a GOAWAY and never acknowledges the PING; the server sends
+  // its final GOAWAY after waiting for the ACK a while, and closes.
+  ASSERT_TRUE(client->RunUntil([&] { return !client->goaways().empty(); }, milliseconds(5000)));
+  EXPECT_EQ(client->goaways()[0].last_stream_id, INT32_MAX);
+  EXPECT_EQ(client->goaways()[0].error_code, 0u);
+  EXPECT_TRUE(client->goaways()[0].ping_followed);
+  EXPECT_TRUE(client->WaitForDisconnect(milliseconds(20000)));
+  EXPECT_GT(id, 0);
+}
+
+TEST_F(HardeningTest, ConnectionAgeEndsWithGraceThenStatuses) {
+  ServerOptions options;
+  options.max_connection_age = milliseconds(200);
+  options.max_connection_age_grace = milliseconds(300);
+  Start(options);
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  const int32_t id = client->OpenStream(GrpcRequestHeaders(kParkedPath));
+  client->SendData(id, GrpcMessage(SimpleRequest().SerializeAsString()), /*end_stream=*/true);
+  ASSERT_TRUE(client->WaitForClose(id, milliseconds(20000)));
+  EXPECT_EQ(client->stream(id).GrpcStatus(), 14);
+  EXPECT_TRUE(client->WaitForDisconnect());
+  ASSERT_GE(client->goaways().size(), 2u);
+  EXPECT_EQ(client->goaways()[0].last_stream_id, INT32_MAX);
+  EXPECT_EQ(client->goaways()[1].last_stream_id, id);
+  EXPECT_TRUE(LastStreamIdsNeverRise(client->goaways()));
+}
+
+// A peer that never acknowledges the server's SETTINGS (a raw socket: nghttp2 would always
+// acknowledge them) gets GOAWAY(SETTINGS_TIMEOUT).
+TEST_F(HardeningTest, UnacknowledgedSettingsTimeOut) {
+  ServerOptions options;
+  options.settings_ack_timeout = milliseconds(200);
+  Start(options);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
+                              std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);
+  ASSERT_EQ(::send(fd, preface.data(), preface.size(), 0), static_cast<ssize_t>(preface.size()));
+  timeval timeout{.tv_sec = 20, .tv_usec = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  std::string received;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) received.append(buf, n);
+  ::close(fd);
+  // Walk the frames for a GOAWAY.
+  std::optional<uint32_t> goaway_code;
+  for (size_t at = 0; at + 9 <= received.size();) {
+    const auto* p = reinterpret_cast<const uint8_t*>(received.data() + at);
+    const size_t length = (p[0] << 16) | (p[1] << 8) | p[2];
+    if (p[3] == 0x7 && at + 9 + 8 <= received.size()) {
+      const uint8_t* e = p + 9 + 4;
+      goaway_code = (uint32_t{e[0]} << 24) | (e[1] << 16) | (e[2] << 8) | e[3];
+    }
+    at += 9 + length;
+  }
+  ASSERT_TRUE(goaway_code.has_value()) << "no GOAWAY before the close";
+  EXPECT_EQ(*goaway_code, kSettingsTimeout);
+}
+
+std::mutex g_log_mu;
+std::vector<std::string> g_log;
+void CaptureLog(LogSeverity, std::string_view message) {
+  std::lock_guard lock(g_log_mu);
+  g_log.emplace_back(message);
+}
+
+// Out of file descriptors, the server logs it, backs off instead of spinning on accept, and
+// serves again once descriptors are free.
+TEST_F(HardeningTest, AcceptBacksOffWhenOutOfDescriptors) {
+  Start(ServerOptions());
+  SetLogHandler(&CaptureLog);
+  rlimit original{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &original), 0);
+  // Exhaust descriptors with connections the server cannot accept.
+  std::vector<int> fds;
+  rlimit low = original;
+  int probe = ::dup(0);
+  ::close(probe);
+  low.rlim_cur = static_cast<rlim_t>(probe + 8);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  for (int i = 0; i < 64; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) break;
+    fds.push_back(fd);
+    ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  }
+  timespec cpu_before{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu_before);
+  std::this_thread::sleep_for(milliseconds(500));
+  timespec cpu_after{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu_after);
+  for (int fd : fds) ::close(fd);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &original), 0);
+  const double cpu = static_cast<double>(cpu_after.tv_sec - cpu_before.tv_sec) +
+                     static_cast<double>(cpu_after.tv_nsec - cpu_before.tv_nsec) * 1e-9;
+  std::printf("process CPU while out of descriptors: %.3f s in 0.5 s\n", cpu);
+  bool served = false;
+  for (int attempt = 0; attempt < 300 && !served; ++attempt) {
+    served = GoodCallWorks();
+    if (!served) std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_TRUE(served);
+  SetLogHandler(nullptr);
+  std::lock_guard lock(g_log_mu);
+  bool logged = false;
+  for (const auto& line : g_log) logged |= line.find("accept:") != std::string::npos;
+  EXPECT_TRUE(logged) << "no log line about the accept failure";
+}
+
+}  // namespace
+}  // namespace rill::test
