@@ -158,8 +158,8 @@ class Service {
   // never builds descriptors nobody uses.
   using DescriptorGetter = const google::protobuf::ServiceDescriptor* (*)();
 
-  explicit Service(std::string name, DescriptorGetter descriptor = nullptr)
-      : name_(std::move(name)), descriptor_(descriptor) {}
+  explicit Service(std::string name, DescriptorGetter descriptor_getter = nullptr)
+      : name_(std::move(name)), descriptor_(descriptor_getter) {}
   void AddMethod(std::unique_ptr<detail::MethodHandler> method) {
     methods_.push_back(std::move(method));
   }

@@ -402,6 +402,25 @@ void PrintServiceClass(pb::io::Printer& printer, const pb::ServiceDescriptor* se
   printer.Print("};\n");
 }
 
+// The name protoc's C++ generator gives the descriptor table of the file `proto_name`
+// ("descriptor_table_" and the name with every character other than a letter or digit written
+// as '_' and its lowercase hex code): "a/b.proto" -> "descriptor_table_a_2fb_2eproto".
+std::string DescriptorTableName(const std::string& proto_name) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string name = "descriptor_table_";
+  for (const char c : proto_name) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) != 0) {
+      name += c;
+      continue;
+    }
+    name += '_';
+    if (byte >= 16) name += kHex[byte >> 4];
+    name += kHex[byte & 15];
+  }
+  return name;
+}
+
 // Whether protoc generates descriptors for `file` (everything but the lite runtime does).
 bool HasDescriptors(const pb::FileDescriptor* file) {
   return file->options().optimize_for() != pb::FileOptions::LITE_RUNTIME;
@@ -410,12 +429,17 @@ bool HasDescriptors(const pb::FileDescriptor* file) {
 void PrintServiceDefinitions(pb::io::Printer& printer, const pb::ServiceDescriptor* service) {
   const Vars vars = {{"service_class", service->name()}};
   if (HasDescriptors(service->file())) {
-    // The descriptor comes from the pool protoc's generated code registers its files with; a
-    // capture-less lambda declares no name that could collide with the user's.
-    printer.Print(vars,
+    // The descriptor comes from the pool protoc's generated code registers its files with. The
+    // file's descriptor table is named here so that the linker keeps the file's .pb.cc, which
+    // nothing else may reference (a file of services only), in every program using the service.
+    // A capture-less lambda declares no name that could collide with the user's.
+    Vars getter_vars = vars;
+    getter_vars["table"] = DescriptorTableName(service->file()->name());
+    printer.Print(getter_vars,
                   "$service_class$::Service::Service()\n"
                   "    : ::rill::Service(kServiceName, []() -> const "
                   "::google::protobuf::ServiceDescriptor* {\n"
+                  "        ::google::protobuf::internal::AssignDescriptors(&::$table$);\n"
                   "        return ::google::protobuf::DescriptorPool::generated_pool()"
                   "->FindServiceByName(kServiceName);\n"
                   "      }) {\n");
