@@ -18,7 +18,10 @@ endif()
 
 set(RILL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rill)
 
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/rill DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# rill/services/ (health, reflection, the admin bundle) is not installed yet: its library and the
+# code generated from grpc-proto's protos it needs are built for the tree's own programs only.
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/rill DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        PATTERN services EXCLUDE)
 install(TARGETS ${RILL_INSTALL_TARGETS} EXPORT rillTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

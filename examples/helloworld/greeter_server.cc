@@ -1,5 +1,6 @@
 // A greeter server: answers helloworld.Greeter/SayHello, wire-compatible with every gRPC
-// implementation's helloworld client.
+// implementation's helloworld client, and serves the admin services (health, reflection), so
+// that `rill_cli ls localhost:50051`, grpcurl or a health probe can inspect it.
 //
 //   greeter_server --port 50051
 #include <csignal>
@@ -8,6 +9,7 @@
 
 #include "helloworld/helloworld.rill.h"
 #include "rill/server.h"
+#include "rill/services/admin.h"
 
 #include <CLI/CLI.hpp>
 
@@ -33,10 +35,11 @@ int main(int argc, char** argv) {
 
   GreeterImpl greeter;
   int bound = 0;
-  auto server = rill::ServerBuilder()
-                    .AddListeningPort("0.0.0.0:" + std::to_string(port), &bound)
-                    .RegisterService(&greeter)
-                    .Build();
+  rill::ServerBuilder builder;
+  builder.AddListeningPort("0.0.0.0:" + std::to_string(port), &bound).RegisterService(&greeter);
+  const rill::AdminServices admin = rill::AddAdminServices(builder);
+  admin.health->SetServingStatus("helloworld.Greeter", rill::ServingStatus::kServing);
+  auto server = builder.Build();
   if (!server.ok()) {
     std::fprintf(stderr, "cannot start: %s\n", server.status().ToString().c_str());
     return 1;

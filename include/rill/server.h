@@ -98,6 +98,23 @@ struct ServerOptions {
   bool permit_keepalive_without_calls = false;
 };
 
+// Something that serves alongside the services (health, reflection and the like) and needs to
+// know the server's services or its shutdown. Added with ServerBuilder::AddPlugin(); the server
+// keeps it alive until the server is destroyed, after its last handler returned.
+//
+// Both hooks are user code: an exception they throw is logged and goes no further.
+class ServerPlugin {
+ public:
+  virtual ~ServerPlugin() = default;
+  // Build() calls it on its own thread, before any port is bound, with every service registered
+  // on the builder (in registration order).
+  virtual void OnBuild(const std::vector<Service*>& services) { static_cast<void>(services); }
+  // Shutdown() (or the destructor) calls it once when the shutdown begins, before the server
+  // stops accepting and sends GOAWAY, on the thread that shuts down (a thread of the server's
+  // own when Shutdown() was called on a reactor). In-flight calls are still running.
+  virtual void OnShutdown() {}
+};
+
 class Server {
  public:
   // Must not run on a reactor thread (a failed check says so).
@@ -139,6 +156,8 @@ class ServerBuilder {
   // The service must outlive the server.
   ServerBuilder& RegisterService(Service* service);
   ServerBuilder& AddInterceptor(std::shared_ptr<ServerInterceptor> interceptor);
+  // Plugins are told about the services at Build() and about the shutdown, in the order added.
+  ServerBuilder& AddPlugin(std::shared_ptr<ServerPlugin> plugin);
   // Adds a compressor to the built-in ones (gzip, deflate, zstd); one with an existing name
   // replaces it.
   ServerBuilder& RegisterCompressor(std::shared_ptr<Compressor> compressor);

@@ -39,6 +39,7 @@
 
 namespace google::protobuf {
 class MessageLite;
+class ServiceDescriptor;
 }  // namespace google::protobuf
 
 namespace rill {
@@ -145,15 +146,27 @@ class Service {
   [[nodiscard]] const std::vector<std::unique_ptr<detail::MethodHandler>>& methods() const {
     return methods_;
   }
+  // The service's protobuf descriptor, which server reflection serves (with its file and the
+  // files that file imports). Null when the code was generated for the lite runtime, which has
+  // no descriptors.
+  [[nodiscard]] const google::protobuf::ServiceDescriptor* descriptor() const {
+    return descriptor_ != nullptr ? descriptor_() : nullptr;
+  }
 
  protected:
-  explicit Service(std::string name) : name_(std::move(name)) {}
+  // Finds the service's descriptor; called only when asked for, so that building a service
+  // never builds descriptors nobody uses.
+  using DescriptorGetter = const google::protobuf::ServiceDescriptor* (*)();
+
+  explicit Service(std::string name, DescriptorGetter descriptor_getter = nullptr)
+      : name_(std::move(name)), descriptor_(descriptor_getter) {}
   void AddMethod(std::unique_ptr<detail::MethodHandler> method) {
     methods_.push_back(std::move(method));
   }
 
  private:
   std::string name_;
+  DescriptorGetter descriptor_;
   std::vector<std::unique_ptr<detail::MethodHandler>> methods_;
 };
 

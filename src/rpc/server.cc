@@ -1,5 +1,6 @@
 #include "rill/server.h"
 
+#include "src/base/user_code.h"
 #include "src/rpc/server_impl.h"
 
 namespace rill {
@@ -25,6 +26,11 @@ ServerBuilder& ServerBuilder::RegisterService(Service* service) {
 
 ServerBuilder& ServerBuilder::AddInterceptor(std::shared_ptr<ServerInterceptor> interceptor) {
   config_->interceptors.push_back(std::move(interceptor));
+  return *this;
+}
+
+ServerBuilder& ServerBuilder::AddPlugin(std::shared_ptr<ServerPlugin> plugin) {
+  config_->plugins.push_back(std::move(plugin));
   return *this;
 }
 
@@ -68,6 +74,13 @@ StatusOr<std::unique_ptr<Server>> ServerBuilder::Build() {
                   "ServerBuilder::Build() was already called on this builder");
   }
   config_->built = true;
+  for (const auto& plugin : config_->plugins) {
+    try {
+      plugin->OnBuild(config_->services);
+    } catch (...) {
+      internal::LogUserException("ServerPlugin::OnBuild");
+    }
+  }
   auto impl = std::make_unique<internal::ServerImpl>(std::move(*config_));
   Status status = impl->Start();
   if (!status.ok()) return status;

@@ -3,7 +3,7 @@
 #include <asio/post.hpp>
 
 #include "rill/log.h"
-
+#include "src/base/user_code.h"
 #include "src/rpc/server_transport.h"
 
 namespace rill::internal {
@@ -121,6 +121,13 @@ void ServerImpl::Shutdown(std::chrono::milliseconds grace) {
 }
 
 void ServerImpl::RunShutdown(std::chrono::milliseconds grace) {
+  for (const auto& plugin : config_.plugins) {
+    try {
+      plugin->OnShutdown();
+    } catch (...) {
+      LogUserException("ServerPlugin::OnShutdown");
+    }
+  }
   for (auto& listener : listeners_) listener->Stop();
   {
     std::unique_lock lock(mu_);

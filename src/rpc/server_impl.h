@@ -38,6 +38,8 @@ struct ServerConfig {
   std::vector<Port> ports;
   std::vector<Service*> services;
   std::vector<std::shared_ptr<ServerInterceptor>> interceptors;
+  // Destroyed with the configuration, the server's first member: after every handler returned.
+  std::vector<std::shared_ptr<ServerPlugin>> plugins;
   std::vector<std::shared_ptr<Compressor>> compressors = CompressorSet::BuiltIns();
   ServerOptions options;
   ReactorPool* reactors = nullptr;

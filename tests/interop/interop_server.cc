@@ -1,4 +1,5 @@
-// rill's gRPC interop test server: grpc.testing.TestService (test_service.h) on rill.
+// rill's gRPC interop test server: grpc.testing.TestService (test_service.h) on rill, with the
+// admin services (health, reflection) so that standard tools can inspect it.
 //
 //   rill_interop_server --port=0 --use_tls=false
 //
@@ -12,6 +13,7 @@
 #include <string>
 
 #include "rill/server.h"
+#include "rill/services/admin.h"
 #include "tests/interop/test_service.h"
 #include "tests/interop/unary_checks_service.h"
 
@@ -46,6 +48,8 @@ int main(int argc, char** argv) {
   builder.AddListeningPort("0.0.0.0:" + std::to_string(port), &bound)
       .RegisterService(&test_service);
   if (unary_checks) builder.RegisterService(&unary_checks_service);
+  const rill::AdminServices admin = rill::AddAdminServices(builder);
+  admin.health->SetServingStatus("grpc.testing.TestService", rill::ServingStatus::kServing);
   auto server = builder.Build();
   if (!server.ok()) {
     std::fprintf(stderr, "cannot start: %s\n", server.status().ToString().c_str());

@@ -9,7 +9,14 @@
 // HalfDuplexCall, CompressedRequest (expect_compressed), CompressedResponse
 // (response_compressed, ResponseParameters.compressed), Echo Status, Echo Metadata and
 // ResponseParameters.interval_us. UnimplementedCall stays unimplemented.
+//
+// Built a second time with PEER_WITH_REFLECTION as peer_cpp_reflection_server, which also serves
+// libgrpc++'s own server reflection (grpc++_reflection: grpc.reflection.v1alpha), for clients
+// that find methods through reflection.
 #include <grpcpp/grpcpp.h>
+#ifdef PEER_WITH_REFLECTION
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -257,6 +264,9 @@ int Main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   TestServiceImpl service;
+#ifdef PEER_WITH_REFLECTION
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+#endif
   grpc::ServerBuilder builder;
   int selected_port = 0;
   builder.AddListeningPort("[::]:" + std::to_string(port), grpc::InsecureServerCredentials(),

@@ -1,0 +1,12 @@
+#include "rill/services/admin.h"
+
+namespace rill {
+
+AdminServices AddAdminServices(ServerBuilder& builder) {
+  AdminServices admin;
+  admin.health = AddHealthService(builder);
+  AddReflectionService(builder);
+  return admin;
+}
+
+}  // namespace rill
