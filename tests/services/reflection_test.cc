@@ -75,8 +75,7 @@ class ReflectionTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ServerBuilder builder;
-    int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", &port).SetReactorCount(1);
+    builder.AddListeningPort("127.0.0.1:0", &port_).SetReactorCount(1);
     builder.RegisterService(&test_service_);
     AddAdminServices(builder);
     // Registered after the admin bundle: reflection still sees it.
@@ -84,7 +83,7 @@ class ReflectionTest : public ::testing::Test {
     auto server = builder.Build();
     ASSERT_TRUE(server.ok()) << server.status().ToString();
     server_ = std::move(*server);
-    auto channel = Channel::Create("127.0.0.1:" + std::to_string(port));
+    auto channel = Channel::Create("127.0.0.1:" + std::to_string(port_));
     ASSERT_TRUE(channel.ok());
     channel_ = *channel;
   }
@@ -97,6 +96,7 @@ class ReflectionTest : public ::testing::Test {
   ExtendedImpl extended_;
   std::unique_ptr<Server> server_;
   std::shared_ptr<Channel> channel_;
+  int port_ = 0;
 };
 
 // The names of the files in a file descriptor response, in order.
@@ -290,7 +290,15 @@ TEST_F(ReflectionTest, V1AlphaAnswersTheSame) {
 size_t HeapInUse() { return mallinfo2().uordblks; }
 
 TEST_F(ReflectionTest, ThousandsOfRequestsOnOneStreamKeepMemoryFlat) {
-  V1Stream stream(channel_);
+  // Fixed 64 KiB windows: with windows grown to the bandwidth-delay product, a client reading
+  // slower than the server answers legitimately holds megabytes of responses in flight, which
+  // would hide what this test looks for (the service keeping per-request state).
+  ChannelOptions options;
+  options.initial_stream_window = 65535;
+  options.initial_connection_window = 65535;
+  auto channel = Channel::Create("127.0.0.1:" + std::to_string(port_), options);
+  ASSERT_TRUE(channel.ok());
+  V1Stream stream(*channel);
   v1::ServerReflectionRequest request;
   request.set_file_containing_symbol("grpc.testing.TestService");
   constexpr int kWarmUp = 1000;
