@@ -20,6 +20,10 @@ constexpr int kMaxReadsPerTurn = 16;
 // Identifies keepalive pings among the connection's PING ACKs.
 constexpr uint64_t kKeepalivePingPayload = 0x6b65657061'6c6976;
 
+// A closing connection reads and drops the peer's bytes for this long, or this many, at most.
+constexpr std::chrono::milliseconds kLingerTime{1000};
+constexpr size_t kLingerBytes = 1 << 20;
+
 // The one place where socket errors become statuses.
 Status SocketError(std::string_view what, int error) {
   return Status(StatusCode::kUnavailable, std::string(what) + ": " + std::strerror(error));
@@ -271,7 +275,7 @@ void Http2Connection::Flush() {
     batch_.Consume(static_cast<size_t>(n));
   }
   if (close_after_flush_) {
-    Close(close_reason_);
+    CloseLingering();
     return;
   }
   if (!session_.WantsRead() && !session_.WantsWrite()) {
@@ -314,15 +318,75 @@ void Http2Connection::CloseAfterFlush(Status reason, std::chrono::milliseconds l
 
 void Http2Connection::Close(Status reason) {
   if (closed_) return;
-  closed_ = true;
   if (!close_after_flush_) close_reason_ = std::move(reason);
+  StopEverything();
   asio::error_code ignored;
+  socket_.close(ignored);
+  PostFinalCheck();
+}
+
+void Http2Connection::CloseLingering() {
+  if (closed_) return;
+  StopEverything();
+  // Everything we queued (a GOAWAY, typically) is written. Closing now while the peer's frames
+  // sit unread in our receive buffer would answer with a TCP reset, and the reset can destroy
+  // the GOAWAY before the peer reads it. So: FIN after the last byte, then read and discard
+  // until the peer closes too, for a bounded time and amount.
+  ::shutdown(fd_, SHUT_WR);
+  asio::error_code ignored;
+  socket_.cancel(ignored);  // waits still pending from before complete as aborted
+  ++pending_ops_;
+  close_timer_.expires_after(kLingerTime);
+  close_timer_.async_wait([this](const asio::error_code& ec) {
+    OpDone();
+    if (!ec) {
+      asio::error_code close_error;
+      socket_.close(close_error);  // the discarding wait completes as aborted and finishes
+    }
+    CheckDone();
+  });
+  DiscardInput(0);
+  PostFinalCheck();
+}
+
+void Http2Connection::DiscardInput(size_t discarded) {
+  ++pending_ops_;
+  socket_.async_wait(Socket::wait_read, [this, discarded](const asio::error_code& ec) mutable {
+    OpDone();
+    bool done = ec.operator bool() || !socket_.is_open();
+    char sink[4096];
+    while (!done) {
+      const ssize_t n = ::recv(fd_, sink, sizeof(sink), MSG_DONTWAIT);
+      if (n > 0) {
+        discarded += static_cast<size_t>(n);
+        done = discarded > kLingerBytes;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+      done = true;  // the peer closed, or the socket failed
+    }
+    if (done) {
+      asio::error_code ignored;
+      close_timer_.cancel();
+      socket_.close(ignored);
+    } else {
+      DiscardInput(discarded);
+    }
+    CheckDone();
+  });
+}
+
+void Http2Connection::StopEverything() {
+  closed_ = true;
   handshake_timer_.cancel();
   keepalive_timer_.cancel();
   close_timer_.cancel();
   settings_timer_.cancel();
-  socket_.close(ignored);
   batch_.Clear();
+}
+
+void Http2Connection::PostFinalCheck() {
   // OnConnectionDone must not run inside Close() (the caller may be deep in a callback), so the
   // final check always happens in a handler of its own.
   ++pending_ops_;

@@ -97,6 +97,11 @@ class Http2Connection {
   void CloseAfterFlush(Status reason, std::chrono::milliseconds limit = {});
 
  private:
+  // After CloseAfterFlush: half-closes and discards the peer's input briefly, then closes.
+  void CloseLingering();
+  void DiscardInput(size_t discarded);
+  void StopEverything();
+  void PostFinalCheck();
   void WaitReadable();
   void OnReadable(const asio::error_code& ec);
   void Flush();
