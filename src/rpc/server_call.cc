@@ -145,7 +145,15 @@ void ServerCall::OnHeader(std::string_view name, std::string_view value) {
       break;
     case 12:
       if (name == "content-type") {
-        saw_grpc_content_type_ = IsGrpcContentType(value);
+        const auto subtype = GrpcContentSubtype(value);
+        saw_grpc_content_type_ = subtype.has_value();
+        if (subtype && !IsProtoSubtype(*subtype) && http_error_ == 0) {
+          // "+json" and the like: decoding such a body as protobuf would misread it.
+          http_error_ = 415;
+          header_error_ = Status(StatusCode::kUnimplemented,
+                                 "content-subtype '" + std::string(*subtype) +
+                                     "' is not supported; this server speaks application/grpc+proto");
+        }
         return;
       }
       if (name == "grpc-timeout") {

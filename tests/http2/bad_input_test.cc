@@ -396,6 +396,23 @@ TEST_F(BadInputTest, GrpcContentTypeVariantsAreAccepted) {
   }
 }
 
+// A body in another codec ("+json") would be misread as protobuf: refused before any handler
+// runs, with a status that names the subtype.
+TEST_F(BadInputTest, ContentSubtypeOtherThanProtoIsRefused) {
+  const RawHeaderList base = GrpcRequestHeaders(kUnaryPath);
+  for (const char* type : {"application/grpc+json", "application/grpc+JSON; charset=utf-8",
+                           "application/grpc+flatbuffers"}) {
+    const RawStream& s =
+        Exchange(WithHeader(base, "content-type", type), GrpcMessage(R"({"response_size":1})"));
+    EXPECT_TRUE(s.trailers_only()) << type;
+    EXPECT_EQ(s.Header(":status"), "415") << type;
+    EXPECT_EQ(s.GrpcStatus(), static_cast<int>(StatusCode::kUnimplemented)) << type;
+    EXPECT_NE(s.Header("grpc-message").value_or("").find("content-subtype"), std::string::npos) << type;
+  }
+  EXPECT_EQ(service_.calls.load(), 0);
+  ExpectGoodCall();
+}
+
 TEST_F(BadInputTest, MethodOtherThanPostIs405) {
   for (const char* method : {"GET", "PUT"}) {
     const RawStream& s = Exchange(WithHeader(GrpcRequestHeaders(kUnaryPath), ":method", method),
