@@ -301,7 +301,10 @@ Http2Session::Http2Session(const Http2Options& options, Http2Handler* handler, B
   // could make the server do is bounded above (a reset stream's handler keeps its slot until
   // it returned) and by the glitch budget.
   nghttp2_option_set_stream_reset_rate_limit(opt, UINT64_MAX / 2, UINT64_MAX / 2);
-  nghttp2_option_set_max_continuations(opt, 8);
+  // Header blocks up to ~4 MiB (at 16 KiB frames) are decoded, so that HPACK state stays in
+  // step, and fail only their stream when past the advertised list size; a longer one is a
+  // CONTINUATION flood and ends the connection with GOAWAY.
+  nghttp2_option_set_max_continuations(opt, 256);
   if (!server_) {
     // Until the server's SETTINGS arrive, assume grpc's customary 100 streams.
     nghttp2_option_set_peer_max_concurrent_streams(opt, 100);
@@ -342,7 +345,17 @@ Status Http2Session::Receive(Buffer block, std::chrono::steady_clock::time_point
       session_, reinterpret_cast<const uint8_t*>(block.data()), block.size());
   input_ = nullptr;
   if (rv < 0) {
-    return Status(StatusCode::kUnavailable, Nghttp2ErrorText(static_cast<int>(rv)));
+    // A connection error. nghttp2 queues a GOAWAY for most of them, not for all (a header
+    // block past the CONTINUATION limit, say): make sure one explains the close. Terminating
+    // is a no-op when nghttp2 already did.
+    const int error = static_cast<int>(rv);
+    const uint32_t code = error == NGHTTP2_ERR_FLOODED || error == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS
+                              ? kHttp2EnhanceYourCalm
+                              : kHttp2ProtocolError;
+    int32_t last = server_ ? nghttp2_session_get_last_proc_stream_id(session_) : 0;
+    last = std::min(last, goaway_last_id_);
+    nghttp2_session_terminate_session2(session_, last, code);
+    return Status(StatusCode::kUnavailable, Nghttp2ErrorText(error));
   }
   return Status();
 }
