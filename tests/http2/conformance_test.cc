@@ -563,7 +563,8 @@ TEST_F(ConformanceTest, ConnectionWindowAboveMaximumIsFlowControlError) {
 
 TEST_F(ConformanceTest, StreamWindowAboveMaximumIsFlowControlError) {
   auto conn = Connect({{kInitialWindowSize, 0}});
-  conn->Send(HeadersFrame(1, kEndHeaders | kEndStream, RequestBlock()));
+  // A gRPC call waiting for its request: the server sends nothing on it.
+  conn->Send(HeadersFrame(1, kEndHeaders, GrpcRequestBlock(kUnaryPath)));
   conn->Send(WindowUpdateFrame(1, 0x7fffffff));
   conn->Send(WindowUpdateFrame(1, 0x7fffffff));
   EXPECT_TRUE(conn->ExpectStreamError(1, kFlowControlError));
