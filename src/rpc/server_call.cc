@@ -488,8 +488,30 @@ void ServerCall::SendStatus(Status status, bool drop_queued) {
 
 void ServerCall::Fail(int http_status, Status status) {
   inbound_.Clear();
-  if (http_status != 200 && !headers_sent_ && !stream_closed_) {
-    // Not a gRPC request (or a broken one): an HTTP error status, still with a grpc-status so
+  if (http_status != 200 && !headers_sent_ && !stream_closed_ &&
+      (!saw_method_post_ || !saw_grpc_content_type_)) {
+    // Not a gRPC request at all (a browser, curl, a plain HTTP/2 client): an ordinary HTTP
+    // answer, the reason as a short text body and the gRPC status in trailers. The request
+    // is not reset after the answer (RFC 9113 §8.1 makes that optional): the stream stays
+    // half-closed until the client ends its side, so the client's later frames on it are
+    // still checked against the stream's state. A gRPC client never sends such a request.
+    char buf[4];
+    headers_.Clear();
+    headers_.Add(":status", HttpStatusText(http_status, buf));
+    headers_.AddStatic("content-type", "text/plain; charset=utf-8");
+    const std::string body = std::string(status.message()) + "\n";
+    out_.Push(BufferSlice(Buffer::Copy(std::as_bytes(std::span(body)), transport_->server().pool())));
+    AppendStatus(status, out_.trailers(), scratch_);
+    out_.Finish();
+    Http2Session& session = transport_->session();
+    session.KeepOpenAfterResponse(stream_id_);
+    session.SubmitResponse(stream_id_, headers_, &out_);
+    headers_sent_ = true;
+    status_sent_ = true;
+    phase_ = Phase::kFinished;
+    Flush();
+  } else if (http_status != 200 && !headers_sent_ && !stream_closed_) {
+    // A gRPC request with a broken header: an HTTP error status, still with a grpc-status so
     // gRPC clients report something meaningful.
     char buf[4];
     headers_.Clear();

@@ -279,7 +279,10 @@ void Http2Connection::Flush() {
     return;
   }
   if (!session_.WantsRead() && !session_.WantsWrite()) {
-    Close(Status());
+    // Both sides are done (the peer's GOAWAY ended the last stream, say). RFC 9113 §6.8: the
+    // peer may still have frames in flight; closing with them unread would reset the
+    // connection and could destroy what we sent last, so close as after our own GOAWAY.
+    CloseLingering();
   }
 }
 

@@ -378,8 +378,10 @@ TEST_F(BadInputTest, ContentTypeThatIsNotGrpcIs415) {
         WithHeader(base, "content-type", "application/grpc-web"),
         WithHeader(base, "content-type", "text/plain"), WithoutHeader(base, "content-type")}) {
     const RawStream& s = Exchange(headers, GrpcMessage(SerializedRequest()));
-    EXPECT_TRUE(s.trailers_only());
+    // Not a gRPC request: an HTTP answer with the reason as text, the gRPC status in trailers.
     EXPECT_EQ(s.Header(":status"), "415");
+    EXPECT_EQ(s.Header("content-type"), "text/plain; charset=utf-8");
+    EXPECT_NE(s.data.find("content-type"), std::string::npos) << s.data;
     EXPECT_GE(s.GrpcStatus(), 1) << "415 without a grpc-status";
     ExpectGoodCall();
   }
@@ -419,8 +421,9 @@ TEST_F(BadInputTest, MethodOtherThanPostIs405) {
                                   method == std::string("GET")
                                       ? std::nullopt
                                       : std::optional<std::string>(GrpcMessage(SerializedRequest())));
-    EXPECT_TRUE(s.trailers_only());
     EXPECT_EQ(s.Header(":status"), "405") << method;
+    EXPECT_EQ(s.Header("content-type"), "text/plain; charset=utf-8") << method;
+    EXPECT_NE(s.data.find("POST"), std::string::npos) << s.data;
     EXPECT_GE(s.GrpcStatus(), 1) << "405 without a grpc-status";
     ExpectGoodCall();
   }
