@@ -199,7 +199,7 @@ Status ClientCall::Prepare() {
   // Strings owned by the channel or generated code outlive the HEADERS frame: no copies.
   headers_.Clear();
   headers_.AddStatic(":method", "POST");
-  headers_.AddStatic(":scheme", "http");
+  headers_.AddStatic(":scheme", channel_.secure() ? "https" : "http");
   headers_.AddStatic(":path", method_->path);
   if (context_->authority().empty()) {
     headers_.AddStatic(":authority", channel_.authority());
