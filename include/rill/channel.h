@@ -37,6 +37,7 @@
 namespace rill {
 
 class BufferPool;
+class CallCredentials;
 class ChannelCredentials;
 class ClientInterceptor;
 class Compressor;
@@ -97,6 +98,10 @@ struct ChannelOptions {
   std::vector<std::shared_ptr<Compressor>> compressors = DefaultCompressors();
   // Request messages smaller than this are sent uncompressed even when the call compresses.
   size_t min_compress_size = 0;
+
+  // Metadata added to every call by a plugin (rill/call_credentials.h); a context's own
+  // credentials replace them for its call.
+  std::shared_ptr<CallCredentials> call_credentials;
 
   // Run in order for every call; the first is the outermost.
   std::vector<std::shared_ptr<ClientInterceptor>> interceptors;

@@ -166,6 +166,10 @@ void ChannelImpl::OnCallDone(ClientCall* call) {
 }
 
 void ChannelImpl::Dispatch(ClientCall* call) {
+  if (call->NeedsCredentials() && state_ != State::kShutdown) {
+    call->ApplyCredentials();  // dispatches again once the plugin answered
+    return;
+  }
   switch (state_) {
     case State::kShutdown:
       call->Fail(Status(StatusCode::kCancelled, "channel closed"));

@@ -12,9 +12,11 @@
 
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "grpc/testing/test.rill.h"
+#include "rill/call_credentials.h"
 #include "rill/client_context.h"
 #include "rill/credentials.h"
 #include "rill/log.h"
@@ -58,6 +60,8 @@ class IdentityService final : public TestService::Service {
       std::lock_guard lock(mu_);
       identity_ = context.peer_identity();
       authority_ = std::string(context.authority());
+      const auto token = context.client_metadata().Get("authorization");
+      authorization_ = token ? std::string(*token) : std::string();
     }
     response.mutable_payload()->mutable_body()->assign(
         static_cast<size_t>(request.response_size()), 'r');
@@ -88,11 +92,16 @@ class IdentityService final : public TestService::Service {
     std::lock_guard lock(mu_);
     return authority_;
   }
+  std::string authorization() {
+    std::lock_guard lock(mu_);
+    return authorization_;
+  }
 
  private:
   std::mutex mu_;
   PeerIdentity identity_;
   std::string authority_;
+  std::string authorization_;
 };
 
 // Collects warnings rill logs while a test runs.
@@ -166,9 +175,11 @@ class TlsTest : public ::testing::Test {
     return TlsChannel({.root_certificates = ReadCert("ca.pem")});
   }
 
-  static Status Unary(const std::shared_ptr<Channel>& channel, int response_size = 3) {
+  static Status Unary(const std::shared_ptr<Channel>& channel, int response_size = 3,
+                      std::shared_ptr<CallCredentials> credentials = nullptr) {
     TestService::Stub stub(channel);
     ClientContext context;
+    context.set_credentials(std::move(credentials));
     context.set_timeout(kMustCompleteTimeout);
     SimpleRequest request;
     request.set_response_size(response_size);
@@ -456,6 +467,153 @@ TEST_F(TlsTest, BadCredentialsAreInvalidArgument) {
   EXPECT_THAT(std::string(mismatch.status().message()), HasSubstr("does not match"));
   auto no_roots = ChannelCredentials::Tls({.root_certificates = "not a certificate"});
   EXPECT_EQ(no_roots.status().code(), StatusCode::kInvalidArgument);
+}
+
+// A plugin answering from a thread of its own after `delay`, with `result`.
+class ThreadedCredentials final : public CallCredentials {
+ public:
+  ThreadedCredentials(StatusOr<Metadata> result, std::chrono::milliseconds delay,
+                      bool allow_insecure = false)
+      : result_(std::move(result)), delay_(delay), allow_insecure_(allow_insecure) {}
+  ~ThreadedCredentials() override {
+    for (auto& thread : threads_) thread.join();
+  }
+  void GetMetadata(const CallCredentialsInfo& info, Done done) override {
+    {
+      std::lock_guard lock(mu_);
+      last_service_url_ = info.service_url;
+    }
+    std::lock_guard lock(mu_);
+    threads_.emplace_back([this, done = std::move(done)] {
+      std::this_thread::sleep_for(delay_);
+      done(result_);
+    });
+  }
+  bool allow_insecure() const override { return allow_insecure_; }
+  std::string last_service_url() {
+    std::lock_guard lock(mu_);
+    return last_service_url_;
+  }
+
+ private:
+  StatusOr<Metadata> result_;
+  std::chrono::milliseconds delay_;
+  bool allow_insecure_;
+  std::mutex mu_;
+  std::vector<std::thread> threads_;
+  std::string last_service_url_;
+};
+
+Metadata Token(std::string_view value) {
+  Metadata metadata;
+  metadata.Add("authorization", value);
+  return metadata;
+}
+
+TEST_F(TlsTest, ChannelCallCredentialsAddMetadataToEveryCall) {
+  StartServer();
+  auto credentials = ChannelCredentials::Tls({.root_certificates = ReadCert("ca.pem")});
+  ASSERT_TRUE(credentials.ok());
+  ChannelOptions options;
+  options.call_credentials = AccessTokenCredentials("s3cret");
+  auto channel = Channel::Create(TlsTarget(), *credentials, options);
+  ASSERT_TRUE(channel.ok());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(Unary(*channel).ok());
+    EXPECT_EQ(service_.authorization(), "Bearer s3cret");
+  }
+  // Streams get them too.
+  TestService::Stub stub(*channel);
+  ClientContext context;
+  context.set_timeout(kMustCompleteTimeout);
+  auto stream = stub.FullDuplexCall(context);
+  StreamingOutputCallRequest request;
+  request.add_response_parameters()->set_size(10);
+  ASSERT_TRUE(stream->BlockingWrite(request));
+  StreamingOutputCallResponse response;
+  ASSERT_TRUE(stream->BlockingRead(&response));
+  ASSERT_TRUE(stream->BlockingWritesDone());
+  EXPECT_TRUE(stream->BlockingFinish().ok());
+}
+
+TEST_F(TlsTest, AsynchronousPluginDoesNotHoldUpOtherCalls) {
+  StartServer();
+  auto channel = TrustingChannel();
+  auto slow = std::make_shared<ThreadedCredentials>(Token("Bearer later"),
+                                                    std::chrono::milliseconds(500));
+  TestService::Stub stub(channel);
+  ClientContext slow_context;
+  slow_context.set_credentials(slow);
+  slow_context.set_timeout(kMustCompleteTimeout);
+  SimpleRequest request;
+  SimpleResponse slow_response;
+  Notification slow_done;
+  Status slow_status;
+  stub.UnaryCall(slow_context, request, &slow_response, [&](Status status) {
+    slow_status = std::move(status);
+    slow_done.Notify();
+  });
+  // While the plugin waits, the reactor serves other calls on the same channel.
+  EXPECT_TRUE(Unary(channel).ok());
+  EXPECT_FALSE(slow_done.HasBeenNotified());
+  ASSERT_TRUE(slow_done.WaitForNotification());
+  EXPECT_TRUE(slow_status.ok()) << slow_status;
+  EXPECT_EQ(service_.authorization(), "Bearer later");
+  EXPECT_EQ(slow->last_service_url(), "https://" + TlsTarget() + "/grpc.testing.TestService");
+}
+
+TEST_F(TlsTest, PluginFailuresFailTheCallWithTheirReason) {
+  StartServer();
+  auto channel = TrustingChannel();
+  auto denied = std::make_shared<ThreadedCredentials>(
+      Status(StatusCode::kUnauthenticated, "token expired"), std::chrono::milliseconds(0));
+  Status status = Unary(channel, 3, denied);
+  EXPECT_EQ(status.code(), StatusCode::kUnauthenticated) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("token expired"));
+
+  auto broken = std::make_shared<ThreadedCredentials>(
+      Status(StatusCode::kInternal, "token service down"), std::chrono::milliseconds(0));
+  status = Unary(channel, 3, broken);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("token service down"));
+
+  struct Throwing final : CallCredentials {
+    void GetMetadata(const CallCredentialsInfo&, Done) override {
+      throw std::runtime_error("plugin bug");
+    }
+  };
+  status = Unary(channel, 3, std::make_shared<Throwing>());
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
+  EXPECT_TRUE(Unary(channel).ok()) << "the channel keeps working";
+}
+
+TEST_F(TlsTest, CallCredentialsStayOffPlaintextChannelsUnlessAllowed) {
+  StartServer();
+  auto plain = Channel::Create("127.0.0.1:" + std::to_string(plain_port_));
+  ASSERT_TRUE(plain.ok());
+  const Status refused = Unary(*plain, 3, AccessTokenCredentials("s3cret"));
+  EXPECT_EQ(refused.code(), StatusCode::kUnauthenticated) << refused;
+  EXPECT_THAT(std::string(refused.message()), HasSubstr("secure"));
+  auto allowed = std::make_shared<ThreadedCredentials>(Token("Bearer plain"),
+                                                       std::chrono::milliseconds(0), true);
+  ASSERT_TRUE(Unary(*plain, 3, allowed).ok());
+  EXPECT_EQ(service_.authorization(), "Bearer plain");
+}
+
+TEST_F(TlsTest, DeadlineWhileThePluginWaits) {
+  StartServer();
+  auto channel = TrustingChannel();
+  auto slow = std::make_shared<ThreadedCredentials>(Token("Bearer late"),
+                                                    std::chrono::milliseconds(400));
+  TestService::Stub stub(channel);
+  ClientContext context;
+  context.set_credentials(slow);
+  context.set_timeout(std::chrono::milliseconds(50));
+  SimpleRequest request;
+  SimpleResponse response;
+  const Status status = stub.UnaryCall(context, request, &response);
+  EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status;
+  EXPECT_TRUE(Unary(channel).ok());
 }
 
 }  // namespace
