@@ -23,6 +23,10 @@ std::string_view ServerContext::peer() const noexcept {
   return call_->transport().connection().peer();
 }
 
+const PeerIdentity& ServerContext::peer_identity() const noexcept {
+  return call_->transport().connection().peer_identity();
+}
+
 asio::io_context& ServerContext::io_context() const noexcept {
   return call_->transport().connection().io_context();
 }
