@@ -178,8 +178,4 @@ std::optional<std::string> RunFilter(const std::string& command, std::string_vie
   return output;
 }
 
-bool HaveProgram(const char* program) {
-  return std::system((std::string("command -v ") + program + " > /dev/null 2>&1").c_str()) == 0;
-}
-
 }  // namespace rill::test

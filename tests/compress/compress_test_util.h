@@ -53,8 +53,6 @@ std::optional<std::string> ReferenceDecompress(std::string_view format, std::str
 // Runs `command` through /bin/sh with `input` on stdin (written to a temporary file); returns
 // its stdout, or nullopt if it exits with a non-zero status.
 std::optional<std::string> RunFilter(const std::string& command, std::string_view input);
-// True when `program` is on the PATH.
-bool HaveProgram(const char* program);
 
 }  // namespace rill::test
 

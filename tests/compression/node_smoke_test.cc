@@ -8,8 +8,8 @@
 //     grpc-js server cannot compress responses, so that direction has nothing more to test.
 //
 // The full matrix is tests/interop's; this only proves, cheaply, that compression works both
-// ways between grpc-js and rill. Skipped when node or the peer's node_modules are missing
-// (RILL_NODE_PEER_DIR names the peer's directory).
+// ways between grpc-js and rill. Skipped when node or the peer's node_modules are missing, failed
+// instead under RILL_REQUIRE_PEERS (RILL_NODE_PEER_DIR names the peer's directory).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -22,6 +22,7 @@
 #include <string>
 
 #include "tests/compression/compression_test_util.h"
+#include "tests/testing/require_peer.h"
 
 namespace rill::test {
 namespace {
@@ -97,7 +98,7 @@ class NodeServer {
 
 TEST(NodeSmokeTest, RillClientCompressesToGrpcJsServer) {
   const std::string dir = NodePeerDir();
-  if (dir.empty()) GTEST_SKIP() << "node or the grpc-js peer is not installed";
+  RILL_REQUIRE_PEER(!dir.empty(), "node, or @grpc/grpc-js in $RILL_NODE_PEER_DIR/node_modules");
   NodeServer server;
   ASSERT_TRUE(server.Start(dir));
   CounterMap counters = CountingBuiltIns();
@@ -147,7 +148,7 @@ TEST(NodeSmokeTest, RillClientCompressesToGrpcJsServer) {
 
 TEST(NodeSmokeTest, GrpcJsCompressionCasesAgainstRill) {
   const std::string dir = NodePeerDir();
-  if (dir.empty()) GTEST_SKIP() << "node or the grpc-js peer is not installed";
+  RILL_REQUIRE_PEER(!dir.empty(), "node, or @grpc/grpc-js in $RILL_NODE_PEER_DIR/node_modules");
 
   CompressionFixture fixture;
   ASSERT_TRUE(fixture.Start());
