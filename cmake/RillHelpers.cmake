@@ -52,7 +52,7 @@ function(rill_cc_test NAME)
   cmake_parse_arguments(R "" "TIMEOUT" "SRCS;DEPS;LABELS;ARGS;ENV" ${ARGN})
   add_executable(${NAME} ${R_SRCS})
   target_include_directories(${NAME} PRIVATE ${PROJECT_SOURCE_DIR})
-  target_link_libraries(${NAME} PRIVATE ${R_DEPS} rill_test_main)
+  target_link_libraries(${NAME} PRIVATE ${R_DEPS} rill_testing)
   _rill_common_target_setup(${NAME})
   # Exported symbols let the leak-checking pool print function names in its reports.
   set_target_properties(${NAME} PROPERTIES ENABLE_EXPORTS ON)

@@ -12,15 +12,10 @@
 #include <tuple>
 #include <vector>
 
-#include "tests/compression/compression_test_util.h"
+#include "tests/testing/compression_service.h"
 
 namespace rill::test {
 namespace {
-
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
 
 constexpr size_t kSize = 20000;
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "grpc/testing/test.grpc.pb.h"
-#include "tests/compression/compression_test_util.h"
+#include "tests/testing/compression_service.h"
 
 uint32_t grpc_call_test_only_get_message_flags(grpc_call* call);
 grpc_compression_algorithm grpc_call_test_only_get_compression_algorithm(grpc_call* call);
@@ -27,10 +27,6 @@ uint32_t grpc_call_test_only_get_encodings_accepted_by_peer(grpc_call* call);
 namespace rill::test {
 namespace {
 
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
 using GrpcppTestService = grpc::testing::grpcpp::TestService;
 
 constexpr size_t kSize = 20000;

@@ -13,15 +13,10 @@
 #include <thread>
 #include <vector>
 
-#include "tests/compression/compression_test_util.h"
+#include "tests/testing/compression_service.h"
 
 namespace rill::test {
 namespace {
-
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
 
 constexpr size_t kSize = 20000;  // compresses well (zeros) and spans a few DATA frames
 
@@ -49,10 +44,7 @@ TEST_P(EncodingTest, UnaryClientCompressedAnsweredInKind) {
   EXPECT_EQ(TrailerOf(context, kRequestCompressedKey), "1");
   EXPECT_EQ(TrailerOf(context, kRequestEncodingKey), encoding);
   EXPECT_TRUE(context.response_compressed());
-  EXPECT_EQ(fixture_.client_counter(encoding)->compress_calls(), 1);
-  EXPECT_EQ(fixture_.server_counter(encoding)->decompress_calls(), 1);
-  EXPECT_EQ(fixture_.server_counter(encoding)->compress_calls(), 1);
-  EXPECT_EQ(fixture_.client_counter(encoding)->decompress_calls(), 1);
+  fixture_.ExpectCalls(encoding, {1, 1, 1, 1});
 }
 
 // An uncompressed request; the handler asks for `encoding` on the response.
@@ -71,9 +63,7 @@ TEST_P(EncodingTest, UnaryServerCompressed) {
   EXPECT_EQ(TrailerOf(context, kRequestCompressedKey), "0");
   EXPECT_EQ(TrailerOf(context, kRequestEncodingKey), "");
   EXPECT_TRUE(context.response_compressed());
-  EXPECT_EQ(fixture_.server_counter(encoding)->compress_calls(), 1);
-  EXPECT_EQ(fixture_.client_counter(encoding)->decompress_calls(), 1);
-  EXPECT_EQ(fixture_.client_counter(encoding)->compress_calls(), 0);
+  fixture_.ExpectCalls(encoding, {0, kUnchecked, 1, 1});
 }
 
 // A bidi stream whose requests are compressed: every message arrives compressed and the
@@ -97,10 +87,7 @@ TEST_P(EncodingTest, StreamingClientCompressedAnsweredInKind) {
   const rill::Status status = stream->BlockingFinish();
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(TrailerOf(context, kRequestCompressedKey), "1,1,1");
-  EXPECT_EQ(fixture_.client_counter(encoding)->compress_calls(), 3);
-  EXPECT_EQ(fixture_.server_counter(encoding)->decompress_calls(), 3);
-  EXPECT_EQ(fixture_.server_counter(encoding)->compress_calls(), 3);
-  EXPECT_EQ(fixture_.client_counter(encoding)->decompress_calls(), 3);
+  fixture_.ExpectCalls(encoding, {3, 3, 3, 3});
 }
 
 // A bidi stream with plain requests whose handler compresses the responses with `encoding`.
@@ -122,8 +109,7 @@ TEST_P(EncodingTest, StreamingServerCompressed) {
   const rill::Status status = stream->BlockingFinish();
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(TrailerOf(context, kRequestCompressedKey), "0,0,0");
-  EXPECT_EQ(fixture_.server_counter(encoding)->compress_calls(), 3);
-  EXPECT_EQ(fixture_.client_counter(encoding)->decompress_calls(), 3);
+  fixture_.ExpectCalls(encoding, {kUnchecked, kUnchecked, 3, 3});
 }
 
 // Server streaming (one request, several responses), compressed both ways.
@@ -146,8 +132,7 @@ TEST_P(EncodingTest, ServerStreamingBothWays) {
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(sizes, (std::vector<size_t>{1000, 30000, 5000}));
   EXPECT_EQ(TrailerOf(context, kRequestCompressedKey), "1");
-  EXPECT_EQ(fixture_.server_counter(encoding)->compress_calls(), 3);
-  EXPECT_EQ(fixture_.client_counter(encoding)->decompress_calls(), 3);
+  fixture_.ExpectCalls(encoding, {kUnchecked, kUnchecked, 3, 3});
 }
 
 INSTANTIATE_TEST_SUITE_P(BuiltIns, EncodingTest, ::testing::Values("gzip", "deflate", "zstd"),

@@ -21,7 +21,7 @@
 #include <filesystem>
 #include <string>
 
-#include "tests/compression/compression_test_util.h"
+#include "tests/testing/compression_service.h"
 #include "tests/testing/require_peer.h"
 
 namespace rill::test {

@@ -7,7 +7,8 @@
 
 #include "rill/compression.h"
 #include "rill/mem/buffer_pool.h"
-#include "tests/compress/compress_test_util.h"
+#include "tests/testing/bytes.h"
+#include "tests/testing/codecs.h"
 #include "tests/testing/require_peer.h"
 
 namespace rill::test {
