@@ -168,8 +168,7 @@ class RillToGrpcppTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(RillToGrpcppTest, ClientCompressedUnary) {
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression(encoding());
+  PrepareContext(context, encoding());
   SimpleResponse response;
   const rill::Status status = stub_->UnaryCall(context, ZerosRequest(kSize, kSize), &response);
   ASSERT_TRUE(status.ok()) << status;
@@ -186,8 +185,7 @@ TEST_P(RillToGrpcppTest, ClientCompressedUnary) {
 
 TEST_P(RillToGrpcppTest, ServerCompressedUnary) {
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.AddMetadata(kResponseEncodingKey, encoding());
+  PrepareContext(context, "", encoding());
   SimpleResponse response;
   const rill::Status status = stub_->UnaryCall(context, ZerosRequest(100, kSize), &response);
   ASSERT_TRUE(status.ok()) << status;
@@ -200,8 +198,7 @@ TEST_P(RillToGrpcppTest, ServerCompressedUnary) {
 
 TEST_P(RillToGrpcppTest, ClientCompressedStreaming) {
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression(encoding());
+  PrepareContext(context, encoding());
   auto stream = stub_->FullDuplexCall(context);
   StreamingOutputCallResponse response;
   for (int i = 0; i < 4; ++i) {
@@ -219,8 +216,7 @@ TEST_P(RillToGrpcppTest, ClientCompressedStreaming) {
 
 TEST_P(RillToGrpcppTest, ServerCompressedStreaming) {
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.AddMetadata(kResponseEncodingKey, encoding());
+  PrepareContext(context, "", encoding());
   auto stream = stub_->FullDuplexCall(context);
   const std::vector<std::optional<bool>> compressed = {std::nullopt, false, true, std::nullopt};
   StreamingOutputCallResponse response;

@@ -32,8 +32,7 @@ class EncodingTest : public ::testing::TestWithParam<std::string> {
 TEST_P(EncodingTest, UnaryClientCompressedAnsweredInKind) {
   const std::string& encoding = GetParam();
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression(encoding);
+  PrepareContext(context, encoding);
   SimpleResponse response;
   const rill::Status status =
       fixture_.stub().UnaryCall(context, ZerosRequest(kSize, kSize), &response);
@@ -51,8 +50,7 @@ TEST_P(EncodingTest, UnaryClientCompressedAnsweredInKind) {
 TEST_P(EncodingTest, UnaryServerCompressed) {
   const std::string& encoding = GetParam();
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.AddMetadata(kResponseEncodingKey, encoding);
+  PrepareContext(context, "", encoding);
   SimpleResponse response;
   const rill::Status status =
       fixture_.stub().UnaryCall(context, ZerosRequest(kSize, kSize), &response);
@@ -71,8 +69,7 @@ TEST_P(EncodingTest, UnaryServerCompressed) {
 TEST_P(EncodingTest, StreamingClientCompressedAnsweredInKind) {
   const std::string& encoding = GetParam();
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression(encoding);
+  PrepareContext(context, encoding);
   auto stream = fixture_.stub().FullDuplexCall(context);
   StreamingOutputCallResponse response;
   for (int i = 0; i < 3; ++i) {
@@ -94,8 +91,7 @@ TEST_P(EncodingTest, StreamingClientCompressedAnsweredInKind) {
 TEST_P(EncodingTest, StreamingServerCompressed) {
   const std::string& encoding = GetParam();
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.AddMetadata(kResponseEncodingKey, encoding);
+  PrepareContext(context, "", encoding);
   auto stream = fixture_.stub().FullDuplexCall(context);
   StreamingOutputCallResponse response;
   for (int i = 0; i < 3; ++i) {
@@ -116,8 +112,7 @@ TEST_P(EncodingTest, StreamingServerCompressed) {
 TEST_P(EncodingTest, ServerStreamingBothWays) {
   const std::string& encoding = GetParam();
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression(encoding);
+  PrepareContext(context, encoding);
   // The request must outlive the call: the stub sends it from the channel's reactor.
   const StreamingOutputCallRequest request =
       StreamRequest(kSize, {{1000, {}}, {30000, {}}, {5000, {}}});
@@ -267,8 +262,7 @@ TEST_F(NegotiationTest, MinCompressSizeBothSides) {
     }
     ASSERT_EQ(request.ByteSizeLong(), serialized);
     ClientContext context;
-    context.set_timeout(std::chrono::seconds(30));
-    context.set_compression("gzip");
+    PrepareContext(context, "gzip");
     SimpleResponse response;
     const rill::Status status = fixture_.stub().UnaryCall(context, request, &response);
     ASSERT_TRUE(status.ok()) << status;
@@ -283,8 +277,7 @@ TEST_F(NegotiationTest, MinCompressSizeBothSides) {
 TEST_F(NegotiationTest, NoCompressionPerMessage) {
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression("gzip");
+  PrepareContext(context, "gzip");
   auto stream = fixture_.stub().FullDuplexCall(context);
   const std::vector<bool> request_compressed = {true, false, true, false};
   const std::vector<std::optional<bool>> response_compressed = {true, false, std::nullopt, false};
@@ -314,8 +307,7 @@ TEST_F(NegotiationTest, NoCompressionPerMessage) {
 TEST_F(NegotiationTest, ClientStreamingMixedFlags) {
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression("zstd");
+  PrepareContext(context, "zstd");
   grpc::testing::StreamingInputCallResponse response;
   auto writer = fixture_.stub().StreamingInputCall(context, &response);
   size_t total = 0;
@@ -348,8 +340,7 @@ TEST_F(NegotiationTest, IncompressibleMessageTravelsUncompressed) {
   request.mutable_payload()->set_body(noise);
   request.set_response_size(100);
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression("gzip");
+  PrepareContext(context, "gzip");
   SimpleResponse response;
   const rill::Status status = fixture_.stub().UnaryCall(context, request, &response);
   ASSERT_TRUE(status.ok()) << status;
@@ -386,8 +377,7 @@ TEST_F(NegotiationTest, EncodingChosenAfterTheHeadersIsIgnored) {
 TEST_F(NegotiationTest, UnknownEncodingOnTheClientFailsLocally) {
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression("br");
+  PrepareContext(context, "br");
   SimpleResponse response;
   const rill::Status status =
       fixture_.stub().UnaryCall(context, ZerosRequest(kSize, 10), &response);
@@ -412,8 +402,7 @@ TEST_F(NegotiationTest, ConcurrentCallsWithMixedEncodings) {
       auto& stub = t % 2 == 0 ? fixture_.stub() : second_stub;
       for (int i = 0; i < 40; ++i) {
         ClientContext context;
-        context.set_timeout(std::chrono::seconds(30));
-        context.set_compression(encodings[(t + i) % encodings.size()]);
+        PrepareContext(context, encodings[(t + i) % encodings.size()]);
         context.AddMetadata(kResponseEncodingKey, encodings[(t + 2 * i + 1) % encodings.size()]);
         const size_t size = 1000 + 1237 * ((t * 40 + i) % 17);
         SimpleResponse response;

@@ -113,8 +113,7 @@ TEST(NodeSmokeTest, RillClientCompressesToGrpcJsServer) {
     {
       // Unary: the server refuses the call unless the request arrived compressed.
       ClientContext context;
-      context.set_timeout(std::chrono::seconds(30));
-      context.set_compression(encoding);
+      PrepareContext(context, encoding);
       grpc::testing::SimpleRequest request = ZerosRequest(20000, 30000);
       request.mutable_expect_compressed()->set_value(true);
       grpc::testing::SimpleResponse response;
@@ -126,8 +125,7 @@ TEST(NodeSmokeTest, RillClientCompressesToGrpcJsServer) {
     {
       // Client streaming: compressed, opted out, compressed.
       ClientContext context;
-      context.set_timeout(std::chrono::seconds(30));
-      context.set_compression(encoding);
+      PrepareContext(context, encoding);
       grpc::testing::StreamingInputCallResponse response;
       auto writer = stub.StreamingInputCall(context, &response);
       for (int i = 0; i < 3; ++i) {

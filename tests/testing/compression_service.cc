@@ -209,6 +209,13 @@ CountingCompressor* CompressionFixture::client_counter(std::string_view name) {
   return it == client_counters_.end() ? nullptr : it->second.get();
 }
 
+void PrepareContext(ClientContext& context, std::string_view encoding,
+                    std::string_view response_encoding) {
+  context.set_timeout(std::chrono::seconds(30));
+  if (!encoding.empty()) context.set_compression(encoding);
+  if (!response_encoding.empty()) context.AddMetadata(kResponseEncodingKey, response_encoding);
+}
+
 void ExpectGoodUnaryCall(grpc::testing::TestService::Stub& stub, std::string_view encoding,
                          size_t size) {
   SCOPED_TRACE("a good call with encoding \"" + std::string(encoding) + "\"");

@@ -161,6 +161,12 @@ class CompressionFixture {
   std::unique_ptr<grpc::testing::TestService::Stub> stub_;
 };
 
+// Sets `context` up for a compression test: a 30 s deadline, requests compressed with `encoding`
+// (unless empty), and the handler asked for `response_encoding` (unless empty) through
+// kResponseEncodingKey.
+void PrepareContext(ClientContext& context, std::string_view encoding,
+                    std::string_view response_encoding = "");
+
 // A unary call that must succeed: request and response `size` zeros each, compressed with
 // `encoding` ("" for none). Adds a test failure otherwise.
 void ExpectGoodUnaryCall(grpc::testing::TestService::Stub& stub, std::string_view encoding,
