@@ -12,6 +12,8 @@
 #   ./dev.sh build [release|test|asan|tsan|fuzz]   only configure and build
 #
 # Build trees live in build/<config>. ccache is used when present (it is installed by setup).
+# With RILL_REQUIRE_PEERS=1 in the environment (CI sets it), a test whose peer or tool (libgrpc++,
+# grpcio, grpc-js, grpc-go, the zstd command, ...) is missing fails instead of skipping.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -27,9 +29,10 @@ BUILD_PKGS=(cmake ninja-build g++ ccache pkg-config libnghttp2-dev libasio-dev l
   libbenchmark-dev libcli11-dev grpc-proto nlohmann-json3-dev python3-matplotlib)
 # FUZZ_PKGS build the libFuzzer targets (clang 14 and its fuzzer/sanitizer runtimes).
 FUZZ_PKGS=(clang libclang-rt-14-dev)
+# zstd and gzip are the command-line tools tests check rill's compressed bytes against.
 PEER_PKGS=(libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf nghttp2-client
   nghttp2-server nginx-light util-linux procps golang-go golang-google-grpc-dev
-  golang-github-golang-protobuf-1-3-dev)
+  golang-github-golang-protobuf-1-3-dev zstd gzip coreutils)
 
 # Bold only when stderr is a terminal: logs and pipes get plain text.
 if [ -t 2 ]; then
@@ -89,9 +92,8 @@ export CCACHE_BASEDIR="$ROOT"
 export CCACHE_NOHASHDIR=true
 export CCACHE_MAXSIZE=${CCACHE_MAXSIZE:-5G}
 
-configure_and_build() {
+configure() {
   local config=$1
-  shift
   local dir="$ROOT/build/$config"
   local args=(-G Ninja -DRILL_WERROR=ON)
   case "$config" in
@@ -117,8 +119,14 @@ configure_and_build() {
     log "configuring build/$config"
     cmake -S "$ROOT" -B "$dir" "${args[@]}" >/dev/null
   fi
+}
+
+configure_and_build() {
+  local config=$1
+  shift
+  configure "$config"
   log "building build/$config"
-  cmake --build "$dir" "$@"
+  cmake --build "$ROOT/build/$config" "$@"
 }
 
 run_ctest() {
@@ -130,14 +138,24 @@ run_ctest() {
 
 # Runs every fuzzer over its committed seeds (fuzz/corpus/<name>) and any saved crashers
 # (fuzz/crashers/<name>, which must no longer crash). New inputs go to build/fuzz/corpus/<name>,
-# crash reproducers to build/fuzz/artifacts/. Fails if any fuzzer found a crash.
+# crash reproducers to build/fuzz/artifacts/. Fails if any fuzzer found a crash, or if a corpus
+# has no fuzzer binary.
 run_fuzzers() {
-  local dir="$ROOT/build/fuzz" seconds=${FUZZ_SECONDS:-20} failed=() seeds name bin
+  local dir="$ROOT/build/fuzz" seconds=${FUZZ_SECONDS:-20} failed=() seeds name bin source
+  for source in "$ROOT"/fuzz/*_fuzzer.cc; do
+    name=$(basename "$source" .cc)
+    if [ ! -d "$ROOT/fuzz/corpus/$name" ]; then
+      echo "fuzzer $name has no seed corpus (fuzz/corpus/$name)" >&2
+      failed+=("$name")
+    fi
+  done
   for seeds in "$ROOT"/fuzz/corpus/*/; do
     name=$(basename "$seeds")
     bin="$dir/fuzz/$name"
     if [ ! -x "$bin" ]; then
-      log "skipping $name (not built)"
+      # A corpus without its fuzzer is a fuzzer that stopped being built: that fails the run.
+      echo "fuzzer $name has a corpus (fuzz/corpus/$name) but $bin was not built" >&2
+      failed+=("$name")
       continue
     fi
     local dirs=("$dir/corpus/$name" "$seeds")
@@ -150,7 +168,7 @@ run_fuzzers() {
     fi
   done
   if [ ${#failed[@]} -gt 0 ]; then
-    echo "fuzzers that crashed: ${failed[*]} (reproducers in build/fuzz/artifacts/)" >&2
+    echo "fuzzers that failed: ${failed[*]} (reproducers in build/fuzz/artifacts/)" >&2
     return 1
   fi
 }
@@ -174,14 +192,20 @@ case "$cmd" in
     run_ctest test "$@"
     ;;
   asan)
-    setup build
+    setup all
     configure_and_build asan
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       run_ctest asan -L 'unit|integration' "$@"
     ;;
   tsan)
-    setup build
-    configure_and_build tsan
+    setup all
+    # Only the binaries of the tests labelled threads (each test is named after its binary).
+    configure tsan
+    cmake --build "$ROOT/build/tsan" --target build.ninja >/dev/null  # reconfigures if stale
+    mapfile -t tsan_targets < <(ctest --test-dir "$ROOT/build/tsan" -N -L threads |
+                                sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p')
+    [ ${#tsan_targets[@]} -gt 0 ] || { echo "no test is labelled threads" >&2; exit 1; }
+    configure_and_build tsan --target "${tsan_targets[@]}"
     TSAN_OPTIONS=halt_on_error=1 run_ctest tsan -L 'threads' "$@"
     ;;
   fuzz)
@@ -194,6 +218,6 @@ case "$cmd" in
     configure_and_build release
     exec "$ROOT/bench/run_default.sh" "$ROOT/build/release" "$@"
     ;;
-  help|-h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' ;;
+  help|-h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//' ;;
   *) echo "unknown command: $cmd (try ./dev.sh help)" >&2; exit 2 ;;
 esac

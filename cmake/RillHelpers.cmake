@@ -44,18 +44,24 @@ function(rill_cc_library NAME)
 endfunction()
 
 # A test binary linked with the common test main (leak-checking pool installed).
-# LABELS: unit | integration | interop | stress. Tests run with ctest.
+# LABELS: unit | integration | interop | stress, and threads for a test that starts threads or
+# reactors (./dev.sh tsan runs exactly those). An integration test runs a server or a channel
+# over real sockets, which start reactor threads, so it always gets threads too. Tests run with
+# ctest.
 function(rill_cc_test NAME)
   cmake_parse_arguments(R "" "TIMEOUT" "SRCS;DEPS;LABELS;ARGS;ENV" ${ARGN})
   add_executable(${NAME} ${R_SRCS})
   target_include_directories(${NAME} PRIVATE ${PROJECT_SOURCE_DIR})
-  target_link_libraries(${NAME} PRIVATE ${R_DEPS} rill_test_main)
+  target_link_libraries(${NAME} PRIVATE ${R_DEPS} rill_testing)
   _rill_common_target_setup(${NAME})
   # Exported symbols let the leak-checking pool print function names in its reports.
   set_target_properties(${NAME} PROPERTIES ENABLE_EXPORTS ON)
   add_test(NAME ${NAME} COMMAND ${NAME} ${R_ARGS})
   if(NOT R_LABELS)
     set(R_LABELS unit)
+  endif()
+  if("integration" IN_LIST R_LABELS AND NOT "threads" IN_LIST R_LABELS)
+    list(APPEND R_LABELS threads)
   endif()
   if(NOT R_TIMEOUT)
     set(R_TIMEOUT 300)

@@ -12,15 +12,10 @@
 #include <tuple>
 #include <vector>
 
-#include "tests/compression/compression_test_util.h"
+#include "tests/testing/compression_service.h"
 
 namespace rill::test {
 namespace {
-
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
 
 constexpr size_t kSize = 20000;
 
@@ -77,8 +72,7 @@ class UnknownEncodingTest : public ::testing::Test {
 TEST_F(UnknownEncodingTest, UnaryIsUnimplementedThenAGoodCall) {
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression("snappy-test");
+  PrepareContext(context, "snappy-test");
   SimpleResponse response;
   const rill::Status status =
       fixture_.stub().UnaryCall(context, ZerosRequest(kSize, 10), &response);
@@ -93,8 +87,7 @@ TEST_F(UnknownEncodingTest, UnaryIsUnimplementedThenAGoodCall) {
 TEST_F(UnknownEncodingTest, StreamingIsUnimplementedThenAGoodCall) {
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression("snappy-test");
+  PrepareContext(context, "snappy-test");
   auto stream = fixture_.stub().FullDuplexCall(context);
   // The write may or may not be accepted before the server's answer arrives.
   (void)stream->BlockingWrite(StreamRequest(kSize, {{10, {}}}));
@@ -114,8 +107,7 @@ TEST_F(UnknownEncodingTest, UncompressedMessagesUnderAnUnknownEncodingAreFine) {
   fixture_.setup().channel_options.min_compress_size = 1 << 20;
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression("snappy-test");
+  PrepareContext(context, "snappy-test");
   SimpleResponse response;
   const rill::Status status =
       fixture_.stub().UnaryCall(context, ZerosRequest(kSize, 100), &response);
@@ -153,8 +145,7 @@ TEST_P(BadStreamTest, FromClientUnary) {
       BuiltInsWith(std::make_shared<BadCompressor>(BuiltIn(encoding()), bad()));
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression(encoding());
+  PrepareContext(context, encoding());
   SimpleResponse response;
   const rill::Status status =
       fixture_.stub().UnaryCall(context, ZerosRequest(kSize, 10), &response);
@@ -172,8 +163,7 @@ TEST_P(BadStreamTest, FromClientStreaming) {
       BuiltInsWith(std::make_shared<BadCompressor>(BuiltIn(encoding()), bad(), /*min_size=*/kSize));
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression(encoding());
+  PrepareContext(context, encoding());
   auto stream = fixture_.stub().FullDuplexCall(context);
   StreamingOutputCallResponse response;
   ASSERT_TRUE(stream->BlockingWrite(StreamRequest(1000, {{100, {}}})));
@@ -194,8 +184,7 @@ TEST_P(BadStreamTest, FromServerUnary) {
       BuiltInsWith(std::make_shared<BadCompressor>(BuiltIn(encoding()), bad()));
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.AddMetadata(kResponseEncodingKey, encoding());
+  PrepareContext(context, "", encoding());
   SimpleResponse response;
   const rill::Status status =
       fixture_.stub().UnaryCall(context, ZerosRequest(100, kSize), &response);
@@ -212,8 +201,7 @@ TEST_P(BadStreamTest, FromServerStreaming) {
       BuiltInsWith(std::make_shared<BadCompressor>(BuiltIn(encoding()), bad(), /*min_size=*/kSize));
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.AddMetadata(kResponseEncodingKey, encoding());
+  PrepareContext(context, "", encoding());
   auto stream = fixture_.stub().FullDuplexCall(context);
   StreamingOutputCallResponse response;
   ASSERT_TRUE(stream->BlockingWrite(StreamRequest(100, {{1000, {}}})));

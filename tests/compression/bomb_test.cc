@@ -4,7 +4,7 @@
 // connection afterwards.
 //
 // The sender is a real rill peer whose compressor, registered under the real name, ignores the
-// message and emits the bomb. The receiver runs on its own MeasuringPool and its real
+// message and emits the bomb. The receiver runs on its own PeakPool and its real
 // decompressor is wrapped to measure that pool around the decompression. The bounds asserted:
 //
 //   (1) during decompression:      window_peak - out_at_entry <= limit + kDecompressChunk
@@ -28,14 +28,11 @@
 #include <thread>
 #include <vector>
 
-#include "tests/compression/compression_test_util.h"
+#include "tests/testing/compression_service.h"
 #include "tests/testing/leak_check.h"
 
 namespace rill::test {
 namespace {
-
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingOutputCallResponse;
 
 constexpr size_t kLimit = 4 * 1024 * 1024;
 constexpr size_t kReadBlock = 32 * 1024;  // ServerOptions / ChannelOptions read_block_size
@@ -60,7 +57,7 @@ std::shared_ptr<const std::string> BombFor(const std::string& encoding) {
 }
 
 // Waits (bounded) until the pool has nothing out: releases after a call may trail its status.
-bool WaitUntilEmpty(const MeasuringPool& pool) {
+bool WaitUntilEmpty(const PeakPool& pool) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (pool.bytes_out() != 0) {
     if (std::chrono::steady_clock::now() > deadline) return false;
@@ -77,7 +74,7 @@ void ExpectOneConnection(const CallRecorder& recorder) {
 
 // Checks bounds (1) to (3) and prints the numbers.
 void ExpectBounded(const char* side, const std::string& encoding,
-                   const MeasuredDecompressor::Measurement& m, const MeasuringPool& pool) {
+                   const MeasuredDecompressor::Measurement& m, const PeakPool& pool) {
   ASSERT_TRUE(m.measured) << "the decompressor was not given the measured pool";
   EXPECT_EQ(m.code, StatusCode::kResourceExhausted);
   const size_t during = m.peak_during - m.out_at_entry;
@@ -102,7 +99,7 @@ class BombTest : public ::testing::TestWithParam<std::string> {
   void TearDown() override { fixture_.Stop(); }
 
   // Declared before the fixture: the server and channel release into it when they stop.
-  MeasuringPool pool_{TestBufferPool()};
+  PeakPool pool_{TestBufferPool()};
   CompressionFixture fixture_;
 };
 

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "grpc/testing/test.grpc.pb.h"
-#include "tests/compression/compression_test_util.h"
+#include "tests/testing/compression_service.h"
 
 uint32_t grpc_call_test_only_get_message_flags(grpc_call* call);
 grpc_compression_algorithm grpc_call_test_only_get_compression_algorithm(grpc_call* call);
@@ -27,10 +27,6 @@ uint32_t grpc_call_test_only_get_encodings_accepted_by_peer(grpc_call* call);
 namespace rill::test {
 namespace {
 
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
 using GrpcppTestService = grpc::testing::grpcpp::TestService;
 
 constexpr size_t kSize = 20000;
@@ -172,8 +168,7 @@ class RillToGrpcppTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(RillToGrpcppTest, ClientCompressedUnary) {
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression(encoding());
+  PrepareContext(context, encoding());
   SimpleResponse response;
   const rill::Status status = stub_->UnaryCall(context, ZerosRequest(kSize, kSize), &response);
   ASSERT_TRUE(status.ok()) << status;
@@ -190,8 +185,7 @@ TEST_P(RillToGrpcppTest, ClientCompressedUnary) {
 
 TEST_P(RillToGrpcppTest, ServerCompressedUnary) {
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.AddMetadata(kResponseEncodingKey, encoding());
+  PrepareContext(context, "", encoding());
   SimpleResponse response;
   const rill::Status status = stub_->UnaryCall(context, ZerosRequest(100, kSize), &response);
   ASSERT_TRUE(status.ok()) << status;
@@ -204,8 +198,7 @@ TEST_P(RillToGrpcppTest, ServerCompressedUnary) {
 
 TEST_P(RillToGrpcppTest, ClientCompressedStreaming) {
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression(encoding());
+  PrepareContext(context, encoding());
   auto stream = stub_->FullDuplexCall(context);
   StreamingOutputCallResponse response;
   for (int i = 0; i < 4; ++i) {
@@ -223,8 +216,7 @@ TEST_P(RillToGrpcppTest, ClientCompressedStreaming) {
 
 TEST_P(RillToGrpcppTest, ServerCompressedStreaming) {
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.AddMetadata(kResponseEncodingKey, encoding());
+  PrepareContext(context, "", encoding());
   auto stream = stub_->FullDuplexCall(context);
   const std::vector<std::optional<bool>> compressed = {std::nullopt, false, true, std::nullopt};
   StreamingOutputCallResponse response;

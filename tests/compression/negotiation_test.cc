@@ -13,15 +13,10 @@
 #include <thread>
 #include <vector>
 
-#include "tests/compression/compression_test_util.h"
+#include "tests/testing/compression_service.h"
 
 namespace rill::test {
 namespace {
-
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
 
 constexpr size_t kSize = 20000;  // compresses well (zeros) and spans a few DATA frames
 
@@ -37,8 +32,7 @@ class EncodingTest : public ::testing::TestWithParam<std::string> {
 TEST_P(EncodingTest, UnaryClientCompressedAnsweredInKind) {
   const std::string& encoding = GetParam();
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression(encoding);
+  PrepareContext(context, encoding);
   SimpleResponse response;
   const rill::Status status =
       fixture_.stub().UnaryCall(context, ZerosRequest(kSize, kSize), &response);
@@ -49,18 +43,14 @@ TEST_P(EncodingTest, UnaryClientCompressedAnsweredInKind) {
   EXPECT_EQ(TrailerOf(context, kRequestCompressedKey), "1");
   EXPECT_EQ(TrailerOf(context, kRequestEncodingKey), encoding);
   EXPECT_TRUE(context.response_compressed());
-  EXPECT_EQ(fixture_.client_counter(encoding)->compress_calls(), 1);
-  EXPECT_EQ(fixture_.server_counter(encoding)->decompress_calls(), 1);
-  EXPECT_EQ(fixture_.server_counter(encoding)->compress_calls(), 1);
-  EXPECT_EQ(fixture_.client_counter(encoding)->decompress_calls(), 1);
+  fixture_.ExpectCalls(encoding, {1, 1, 1, 1});
 }
 
 // An uncompressed request; the handler asks for `encoding` on the response.
 TEST_P(EncodingTest, UnaryServerCompressed) {
   const std::string& encoding = GetParam();
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.AddMetadata(kResponseEncodingKey, encoding);
+  PrepareContext(context, "", encoding);
   SimpleResponse response;
   const rill::Status status =
       fixture_.stub().UnaryCall(context, ZerosRequest(kSize, kSize), &response);
@@ -71,9 +61,7 @@ TEST_P(EncodingTest, UnaryServerCompressed) {
   EXPECT_EQ(TrailerOf(context, kRequestCompressedKey), "0");
   EXPECT_EQ(TrailerOf(context, kRequestEncodingKey), "");
   EXPECT_TRUE(context.response_compressed());
-  EXPECT_EQ(fixture_.server_counter(encoding)->compress_calls(), 1);
-  EXPECT_EQ(fixture_.client_counter(encoding)->decompress_calls(), 1);
-  EXPECT_EQ(fixture_.client_counter(encoding)->compress_calls(), 0);
+  fixture_.ExpectCalls(encoding, {0, kUnchecked, 1, 1});
 }
 
 // A bidi stream whose requests are compressed: every message arrives compressed and the
@@ -81,8 +69,7 @@ TEST_P(EncodingTest, UnaryServerCompressed) {
 TEST_P(EncodingTest, StreamingClientCompressedAnsweredInKind) {
   const std::string& encoding = GetParam();
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression(encoding);
+  PrepareContext(context, encoding);
   auto stream = fixture_.stub().FullDuplexCall(context);
   StreamingOutputCallResponse response;
   for (int i = 0; i < 3; ++i) {
@@ -97,18 +84,14 @@ TEST_P(EncodingTest, StreamingClientCompressedAnsweredInKind) {
   const rill::Status status = stream->BlockingFinish();
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(TrailerOf(context, kRequestCompressedKey), "1,1,1");
-  EXPECT_EQ(fixture_.client_counter(encoding)->compress_calls(), 3);
-  EXPECT_EQ(fixture_.server_counter(encoding)->decompress_calls(), 3);
-  EXPECT_EQ(fixture_.server_counter(encoding)->compress_calls(), 3);
-  EXPECT_EQ(fixture_.client_counter(encoding)->decompress_calls(), 3);
+  fixture_.ExpectCalls(encoding, {3, 3, 3, 3});
 }
 
 // A bidi stream with plain requests whose handler compresses the responses with `encoding`.
 TEST_P(EncodingTest, StreamingServerCompressed) {
   const std::string& encoding = GetParam();
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.AddMetadata(kResponseEncodingKey, encoding);
+  PrepareContext(context, "", encoding);
   auto stream = fixture_.stub().FullDuplexCall(context);
   StreamingOutputCallResponse response;
   for (int i = 0; i < 3; ++i) {
@@ -122,16 +105,14 @@ TEST_P(EncodingTest, StreamingServerCompressed) {
   const rill::Status status = stream->BlockingFinish();
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(TrailerOf(context, kRequestCompressedKey), "0,0,0");
-  EXPECT_EQ(fixture_.server_counter(encoding)->compress_calls(), 3);
-  EXPECT_EQ(fixture_.client_counter(encoding)->decompress_calls(), 3);
+  fixture_.ExpectCalls(encoding, {kUnchecked, kUnchecked, 3, 3});
 }
 
 // Server streaming (one request, several responses), compressed both ways.
 TEST_P(EncodingTest, ServerStreamingBothWays) {
   const std::string& encoding = GetParam();
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression(encoding);
+  PrepareContext(context, encoding);
   // The request must outlive the call: the stub sends it from the channel's reactor.
   const StreamingOutputCallRequest request =
       StreamRequest(kSize, {{1000, {}}, {30000, {}}, {5000, {}}});
@@ -146,8 +127,7 @@ TEST_P(EncodingTest, ServerStreamingBothWays) {
   ASSERT_TRUE(status.ok()) << status;
   EXPECT_EQ(sizes, (std::vector<size_t>{1000, 30000, 5000}));
   EXPECT_EQ(TrailerOf(context, kRequestCompressedKey), "1");
-  EXPECT_EQ(fixture_.server_counter(encoding)->compress_calls(), 3);
-  EXPECT_EQ(fixture_.client_counter(encoding)->decompress_calls(), 3);
+  fixture_.ExpectCalls(encoding, {kUnchecked, kUnchecked, 3, 3});
 }
 
 INSTANTIATE_TEST_SUITE_P(BuiltIns, EncodingTest, ::testing::Values("gzip", "deflate", "zstd"),
@@ -282,8 +262,7 @@ TEST_F(NegotiationTest, MinCompressSizeBothSides) {
     }
     ASSERT_EQ(request.ByteSizeLong(), serialized);
     ClientContext context;
-    context.set_timeout(std::chrono::seconds(30));
-    context.set_compression("gzip");
+    PrepareContext(context, "gzip");
     SimpleResponse response;
     const rill::Status status = fixture_.stub().UnaryCall(context, request, &response);
     ASSERT_TRUE(status.ok()) << status;
@@ -298,8 +277,7 @@ TEST_F(NegotiationTest, MinCompressSizeBothSides) {
 TEST_F(NegotiationTest, NoCompressionPerMessage) {
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression("gzip");
+  PrepareContext(context, "gzip");
   auto stream = fixture_.stub().FullDuplexCall(context);
   const std::vector<bool> request_compressed = {true, false, true, false};
   const std::vector<std::optional<bool>> response_compressed = {true, false, std::nullopt, false};
@@ -329,8 +307,7 @@ TEST_F(NegotiationTest, NoCompressionPerMessage) {
 TEST_F(NegotiationTest, ClientStreamingMixedFlags) {
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression("zstd");
+  PrepareContext(context, "zstd");
   grpc::testing::StreamingInputCallResponse response;
   auto writer = fixture_.stub().StreamingInputCall(context, &response);
   size_t total = 0;
@@ -363,8 +340,7 @@ TEST_F(NegotiationTest, IncompressibleMessageTravelsUncompressed) {
   request.mutable_payload()->set_body(noise);
   request.set_response_size(100);
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression("gzip");
+  PrepareContext(context, "gzip");
   SimpleResponse response;
   const rill::Status status = fixture_.stub().UnaryCall(context, request, &response);
   ASSERT_TRUE(status.ok()) << status;
@@ -401,8 +377,7 @@ TEST_F(NegotiationTest, EncodingChosenAfterTheHeadersIsIgnored) {
 TEST_F(NegotiationTest, UnknownEncodingOnTheClientFailsLocally) {
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
-  context.set_timeout(std::chrono::seconds(30));
-  context.set_compression("br");
+  PrepareContext(context, "br");
   SimpleResponse response;
   const rill::Status status =
       fixture_.stub().UnaryCall(context, ZerosRequest(kSize, 10), &response);
@@ -427,8 +402,7 @@ TEST_F(NegotiationTest, ConcurrentCallsWithMixedEncodings) {
       auto& stub = t % 2 == 0 ? fixture_.stub() : second_stub;
       for (int i = 0; i < 40; ++i) {
         ClientContext context;
-        context.set_timeout(std::chrono::seconds(30));
-        context.set_compression(encodings[(t + i) % encodings.size()]);
+        PrepareContext(context, encodings[(t + i) % encodings.size()]);
         context.AddMetadata(kResponseEncodingKey, encodings[(t + 2 * i + 1) % encodings.size()]);
         const size_t size = 1000 + 1237 * ((t * 40 + i) % 17);
         SimpleResponse response;

@@ -8,8 +8,8 @@
 //     grpc-js server cannot compress responses, so that direction has nothing more to test.
 //
 // The full matrix is tests/interop's; this only proves, cheaply, that compression works both
-// ways between grpc-js and rill. Skipped when node or the peer's node_modules are missing
-// (RILL_NODE_PEER_DIR names the peer's directory).
+// ways between grpc-js and rill. Skipped when node or the peer's node_modules are missing, failed
+// instead under RILL_REQUIRE_PEERS (RILL_NODE_PEER_DIR names the peer's directory).
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -21,7 +21,8 @@
 #include <filesystem>
 #include <string>
 
-#include "tests/compression/compression_test_util.h"
+#include "tests/testing/compression_service.h"
+#include "tests/testing/require_peer.h"
 
 namespace rill::test {
 namespace {
@@ -97,7 +98,7 @@ class NodeServer {
 
 TEST(NodeSmokeTest, RillClientCompressesToGrpcJsServer) {
   const std::string dir = NodePeerDir();
-  if (dir.empty()) GTEST_SKIP() << "node or the grpc-js peer is not installed";
+  RILL_REQUIRE_PEER(!dir.empty(), "node, or @grpc/grpc-js in $RILL_NODE_PEER_DIR/node_modules");
   NodeServer server;
   ASSERT_TRUE(server.Start(dir));
   CounterMap counters = CountingBuiltIns();
@@ -112,8 +113,7 @@ TEST(NodeSmokeTest, RillClientCompressesToGrpcJsServer) {
     {
       // Unary: the server refuses the call unless the request arrived compressed.
       ClientContext context;
-      context.set_timeout(std::chrono::seconds(30));
-      context.set_compression(encoding);
+      PrepareContext(context, encoding);
       grpc::testing::SimpleRequest request = ZerosRequest(20000, 30000);
       request.mutable_expect_compressed()->set_value(true);
       grpc::testing::SimpleResponse response;
@@ -125,8 +125,7 @@ TEST(NodeSmokeTest, RillClientCompressesToGrpcJsServer) {
     {
       // Client streaming: compressed, opted out, compressed.
       ClientContext context;
-      context.set_timeout(std::chrono::seconds(30));
-      context.set_compression(encoding);
+      PrepareContext(context, encoding);
       grpc::testing::StreamingInputCallResponse response;
       auto writer = stub.StreamingInputCall(context, &response);
       for (int i = 0; i < 3; ++i) {
@@ -147,7 +146,7 @@ TEST(NodeSmokeTest, RillClientCompressesToGrpcJsServer) {
 
 TEST(NodeSmokeTest, GrpcJsCompressionCasesAgainstRill) {
   const std::string dir = NodePeerDir();
-  if (dir.empty()) GTEST_SKIP() << "node or the grpc-js peer is not installed";
+  RILL_REQUIRE_PEER(!dir.empty(), "node, or @grpc/grpc-js in $RILL_NODE_PEER_DIR/node_modules");
 
   CompressionFixture fixture;
   ASSERT_TRUE(fixture.Start());

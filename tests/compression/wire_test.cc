@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "tests/compression/compression_test_util.h"
 #include "tests/http2/raw_h2_client.h"
+#include "tests/testing/compression_service.h"
 
 namespace rill::test {
 namespace {

@@ -24,7 +24,7 @@
 # `SKIP <case>` for a case in --allow_skip (a case silently left out, or skipped without
 # permission, fails the pair). Afterwards prints what the server logged about observed
 # cancellations. Exit 77 (skipped) when --needs-node is given and DIR lacks
-# node_modules/@grpc/grpc-js.
+# node_modules/@grpc/grpc-js; 1 (failed) instead when RILL_REQUIRE_PEERS is set.
 set -euo pipefail
 
 all_cases="empty_unary,large_unary,client_compressed_unary,server_compressed_unary,\

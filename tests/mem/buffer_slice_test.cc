@@ -7,7 +7,8 @@
 #include <vector>
 
 #include "rill/mem/buffer_pool.h"
-#include "tests/mem/test_pools.h"
+#include "tests/testing/bytes.h"
+#include "tests/testing/pools.h"
 
 namespace rill {
 namespace {

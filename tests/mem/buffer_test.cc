@@ -6,7 +6,8 @@
 #include <string>
 
 #include "rill/mem/buffer_pool.h"
-#include "tests/mem/test_pools.h"
+#include "tests/testing/bytes.h"
+#include "tests/testing/pools.h"
 
 namespace rill {
 namespace {

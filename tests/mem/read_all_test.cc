@@ -7,13 +7,14 @@
 
 #include "rill/mem/buffer_pool.h"
 #include "rill/mem/buffer_slice.h"
-#include "tests/mem/test_pools.h"
+#include "tests/testing/bytes.h"
+#include "tests/testing/pools.h"
 
 namespace rill {
 namespace {
 
 using test::Pattern;
-using test::TrackingPool;
+using test::PeakPool;
 
 constexpr size_t kKiB = 1024;
 constexpr size_t kMiB = 1024 * 1024;
@@ -74,7 +75,7 @@ TEST(ReadAllTest, ExactlyTheLimitIsAccepted) {
 // never holds more than the limit plus one chunk.
 TEST(ReadAllTest, OverTheLimitIsResourceExhaustedAndBounded) {
   TieredBufferPool inner;
-  TrackingPool pool(inner);
+  PeakPool pool(inner);
   PatternSource source(10 * kMiB, 64 * kKiB);
   StatusOr<BufferSlice> slice = ReadAll(source, pool, kMiB);
   ASSERT_FALSE(slice.ok());
@@ -87,7 +88,7 @@ TEST(ReadAllTest, OverTheLimitIsResourceExhaustedAndBounded) {
 
 TEST(ReadAllTest, LimitHoldsForOddChunkSizes) {
   TieredBufferPool inner;
-  TrackingPool pool(inner);
+  PeakPool pool(inner);
   PatternSource source(3 * kMiB, 7777);
   const size_t chunk = 5000;  // 8 KiB blocks
   StatusOr<BufferSlice> slice = ReadAll(source, pool, 100 * kKiB + 3, chunk);

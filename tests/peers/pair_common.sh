@@ -2,16 +2,22 @@
 # availability check, how a PROGRAM is started, and the scratch directory that also stops the
 # server on exit.
 
-# Exits 77 (skipped) when node or DIR/node_modules/@grpc/grpc-js is missing.
+# Exits 77 (skipped) when node or DIR/node_modules/@grpc/grpc-js is missing, or 1 (failed) when
+# RILL_REQUIRE_PEERS is set (CI sets it: a missing peer must not pass as a skip).
 skip_unless_node() {
+  local missing=""
   if ! command -v node >/dev/null; then
-    echo "SKIP: node is not installed"
-    exit 77
+    missing="node is not installed"
+  elif [ ! -d "$1/node_modules/@grpc/grpc-js" ]; then
+    missing="$1/node_modules is missing; run 'npm ci' there (./dev.sh setup does)"
   fi
-  if [ ! -d "$1/node_modules/@grpc/grpc-js" ]; then
-    echo "SKIP: $1/node_modules is missing; run 'npm ci' there (./dev.sh setup does)"
-    exit 77
+  [ -z "$missing" ] && return 0
+  if [ -n "${RILL_REQUIRE_PEERS:-}" ] && [ "${RILL_REQUIRE_PEERS}" != 0 ]; then
+    echo "FAIL: $missing, and RILL_REQUIRE_PEERS is set"
+    exit 1
   fi
+  echo "SKIP: $missing (with RILL_REQUIRE_PEERS=1 this fails)"
+  exit 77
 }
 
 # The command line that runs PROGRAM, in the array named by $2.

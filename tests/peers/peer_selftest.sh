@@ -7,7 +7,8 @@
 # PROGRAM is an executable, a .js file (run with node) or a .sh file (run with bash). The server is started with --port=0
 # and must print `listening on <port>`; the client gets --server_host=127.0.0.1,
 # --server_port=<port>, --use_tls=false and --test_case (default: all). The exit code is the
-# client's; 77 (skipped) when --needs-node is given and DIR/node_modules lacks @grpc/grpc-js.
+# client's; 77 (skipped) when --needs-node is given and DIR/node_modules lacks @grpc/grpc-js, 1
+# (failed) then when RILL_REQUIRE_PEERS is set.
 set -euo pipefail
 
 server=""

@@ -25,18 +25,12 @@
 #include "rill/client_context.h"
 #include "rill/reactor_pool.h"
 #include "rill/server_context.h"
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
 
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingInputCallRequest;
-using grpc::testing::StreamingInputCallResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
-using grpc::testing::TestService;
 using std::chrono::milliseconds;
 
 // Unary and bidi handlers that wait until their call is cancelled (or 20 s pass), and a

@@ -14,15 +14,12 @@
 #include "grpc/testing/test.rill.h"
 #include "rill/client_context.h"
 #include "rill/server_context.h"
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
 
-using grpc::testing::Empty;
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::TestService;
 using std::chrono::milliseconds;
 
 // What a handler saw when its wait ended.
@@ -76,40 +73,24 @@ class SlowService final : public TestService::Service {
   HandlerOutcome outcome_;
 };
 
-class DeadlineCancelTest : public ::testing::TestWithParam<Transport> {
+class DeadlineCancelTest : public ServiceTest<SlowService> {
  protected:
+  // Connected before any deadline starts running: the short deadlines below must cover one
+  // request on a ready connection, not a connection setup as well.
   void SetUp() override {
-    TestServerSetup setup;
-    setup.services.push_back(&service_);
-    server_ = TestServer::Start(GetParam(), setup);
-    ASSERT_NE(server_, nullptr);
-    channel_ = server_->NewChannel();
-    ASSERT_NE(channel_, nullptr);
-    // Connected before any deadline starts running: the short deadlines below must cover one
-    // request on a ready connection, not a connection setup as well.
-    ASSERT_TRUE(channel_->WaitForConnected(Channel::Clock::now() + kMustCompleteTimeout));
-    stub_ = std::make_unique<TestService::Stub>(channel_);
-  }
-  void TearDown() override {
-    stub_.reset();
-    channel_.reset();
-    server_.reset();
+    ASSERT_NO_FATAL_FAILURE(StartServer());
+    Connect();
   }
 
   void ExpectGoodCall() {
     ClientContext context;
     SimpleRequest request;
     SimpleResponse response;
-    context.set_timeout(kMustCompleteTimeout);
+    context.set_timeout(kMustComplete);
     const Status status = stub_->UnaryCall(context, request, &response);
     EXPECT_TRUE(status.ok()) << status;
     EXPECT_EQ(response.username(), "done");
   }
-
-  SlowService service_;
-  std::unique_ptr<TestServer> server_;
-  std::shared_ptr<Channel> channel_;
-  std::unique_ptr<TestService::Stub> stub_;
 };
 
 TEST_P(DeadlineCancelTest, DeadlineExceededReachesTheHandler) {
@@ -177,7 +158,7 @@ TEST_P(DeadlineCancelTest, TryCancelFromAnotherThreadReachesTheHandler) {
   canceller.join();
 
   auto future = done.get_future();
-  ASSERT_EQ(future.wait_for(kMustCompleteTimeout), std::future_status::ready);
+  ASSERT_EQ(future.wait_for(kMustComplete), std::future_status::ready);
   EXPECT_EQ(future.get().code(), StatusCode::kCancelled);
   ASSERT_TRUE(service_.finished.WaitForNotification())
       << "the client's RST_STREAM did not cancel the handler";
@@ -222,14 +203,14 @@ TEST_P(DeadlineCancelTest, CancelledCallsDoNotDisturbOthers) {
     auto call = std::make_unique<Call>();
     const bool slow = i % 2 == 0;
     call->request.set_response_size(slow ? 60'000 : 1);
-    call->context.set_timeout(slow ? milliseconds(50 + 10 * i) : milliseconds(kMustCompleteTimeout));
+    call->context.set_timeout(slow ? milliseconds(50 + 10 * i) : milliseconds(kMustComplete));
     stub_->UnaryCall(call->context, call->request, &call->response,
                      [c = call.get()](Status status) { c->done.set_value(std::move(status)); });
     calls.push_back(std::move(call));
   }
   for (int i = 0; i < kCalls; ++i) {
     auto future = calls[i]->done.get_future();
-    ASSERT_EQ(future.wait_for(kMustCompleteTimeout), std::future_status::ready);
+    ASSERT_EQ(future.wait_for(kMustComplete), std::future_status::ready);
     const Status status = future.get();
     if (i % 2 == 0) {
       EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << i << ": " << status;

@@ -17,16 +17,12 @@
 #include "rill/client_context.h"
 #include "rill/interceptor.h"
 #include "rill/server_context.h"
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
 
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
-using grpc::testing::TestService;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
@@ -308,7 +304,7 @@ TEST_F(InterceptorTest, RejectionOfAStreamSkipsItsHandler) {
   auto channel = server_->NewChannel();
   TestService::Stub stub(channel);
   ClientContext context;
-  context.set_timeout(kMustCompleteTimeout);  // a handler that ran anyway fails, not hangs
+  context.set_timeout(kMustComplete);  // a handler that ran anyway fails, not hangs
   auto stream = stub.FullDuplexCall(context);
   StreamingOutputCallResponse response;
   EXPECT_FALSE(stream->BlockingRead(&response));

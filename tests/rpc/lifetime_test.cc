@@ -16,17 +16,12 @@
 #include "rill/client_context.h"
 #include "rill/reactor_pool.h"
 #include "rill/server_context.h"
-#include "tests/rpc/rpc_test_util.h"
-#include "tests/rpc/watchdog.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
 
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
-using grpc::testing::TestService;
 using std::chrono::seconds;
 
 constexpr seconds kPrompt{10};
@@ -135,6 +130,12 @@ class LifetimeTest : public ::testing::Test {
   void TearDown() override {
     if (server_ != nullptr) server_->Stop();
   }
+  // A channel to the server whose connection runs on `reactors`.
+  std::shared_ptr<Channel> ChannelOn(ReactorPool& reactors) {
+    ChannelOptions options;
+    options.reactors = &reactors;
+    return server_->NewChannel(options);
+  }
 
   LifetimeService service_;
   std::unique_ptr<TestServer> server_;
@@ -201,9 +202,7 @@ TEST_F(LifetimeTest, LastChannelReferenceDroppedInsideItsOwnCompletion) {
 TEST_F(LifetimeTest, DroppingAStreamOnAReactorDoesNotWaitForTheChannelsReactor) {
   ReactorPool channel_reactor({.threads = 1, .cpus = {}});
   ReactorPool other_reactor({.threads = 1, .cpus = {}});
-  ChannelOptions options;
-  options.reactors = &channel_reactor;
-  auto channel = server_->NewChannel(options);
+  auto channel = ChannelOn(channel_reactor);
   TestService::Stub stub(channel);
   ClientContext ctx;
   auto stream = stub.FullDuplexCall(ctx);
@@ -227,9 +226,7 @@ TEST_F(LifetimeTest, DroppingAStreamOnAReactorDoesNotWaitForTheChannelsReactor) 
 
 TEST_F(LifetimeTest, ServerStreamingRequestIsSerializedBeforeTheCallReturns) {
   ReactorPool channel_reactor({.threads = 1, .cpus = {}});
-  ChannelOptions options;
-  options.reactors = &channel_reactor;
-  auto channel = server_->NewChannel(options);
+  auto channel = ChannelOn(channel_reactor);
   TestService::Stub stub(channel);
   ClientContext ctx;
   std::unique_ptr<ClientReader<StreamingOutputCallResponse>> reader;
@@ -257,9 +254,7 @@ TEST_F(LifetimeTest, ServerStreamingRequestIsSerializedBeforeTheCallReturns) {
 
 TEST_F(LifetimeTest, UnaryRequestIsSerializedBeforeTheCallReturns) {
   ReactorPool channel_reactor({.threads = 1, .cpus = {}});
-  ChannelOptions options;
-  options.reactors = &channel_reactor;
-  auto channel = server_->NewChannel(options);
+  auto channel = ChannelOn(channel_reactor);
   TestService::Stub stub(channel);
   ClientContext ctx;
   SimpleResponse response;
@@ -280,9 +275,7 @@ TEST_F(LifetimeTest, UnaryRequestIsSerializedBeforeTheCallReturns) {
 
 TEST_F(LifetimeTest, StreamWriteCopiesTheMessageBeforeReturning) {
   ReactorPool channel_reactor({.threads = 1, .cpus = {}});
-  ChannelOptions options;
-  options.reactors = &channel_reactor;
-  auto channel = server_->NewChannel(options);
+  auto channel = ChannelOn(channel_reactor);
   TestService::Stub stub(channel);
   ClientContext ctx;
   auto stream = stub.FullDuplexCall(ctx);

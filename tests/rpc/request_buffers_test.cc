@@ -18,16 +18,11 @@
 #include "rill/client_context.h"
 #include "rill/mem/leak_checking_pool.h"
 #include "rill/server_context.h"
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
-
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingInputCallRequest;
-using grpc::testing::StreamingInputCallResponse;
-using grpc::testing::TestService;
 
 // The server's pool as a handler sees it.
 struct PoolSnapshot {
@@ -133,10 +128,10 @@ class RejectingInterceptor final : public ServerInterceptor {
   bool ended_ = false;
 };
 
-// Polls `condition` until it holds (true) or kMustCompleteTimeout passed (false).
+// Polls `condition` until it holds (true) or kMustComplete passed (false).
 template <typename Condition>
 bool WaitFor(Condition condition) {
-  const auto deadline = std::chrono::steady_clock::now() + kMustCompleteTimeout;
+  const auto deadline = std::chrono::steady_clock::now() + kMustComplete;
   while (!condition()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

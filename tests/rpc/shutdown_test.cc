@@ -16,15 +16,12 @@
 #include "grpc/testing/test.rill.h"
 #include "rill/client_context.h"
 #include "rill/server_context.h"
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
 
-using grpc::testing::Empty;
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::TestService;
 using std::chrono::milliseconds;
 
 // UnaryCallAsync waits request.response_size() ms, then answers; EmptyCall answers at once.
@@ -67,7 +64,7 @@ void StartSlowCall(TestService::Stub& stub, PendingCall& call, int wait_ms) {
                  [&call](Status status) { call.done.set_value(std::move(status)); });
 }
 
-Status EmptyCall(TestService::Stub& stub, milliseconds timeout = kMustCompleteTimeout) {
+Status EmptyCall(TestService::Stub& stub, milliseconds timeout = kMustComplete) {
   ClientContext context;
   context.set_timeout(timeout);
   Empty request;
@@ -75,17 +72,55 @@ Status EmptyCall(TestService::Stub& stub, milliseconds timeout = kMustCompleteTi
   return stub.EmptyCall(context, request, &response);
 }
 
-class ShutdownTest : public ::testing::TestWithParam<Transport> {
- protected:
-  void StartServer(TestServerSetup setup = {}) {
-    setup.services.push_back(&service_);
-    server_ = TestServer::Start(GetParam(), setup);
-    ASSERT_NE(server_, nullptr);
-  }
-  void TearDown() override { server_.reset(); }
+// Starts an EmptyCall that completes into the returned future.
+struct AsyncEmptyCall {
+  ClientContext context;
+  Empty request;
+  Empty response;
+  std::promise<Status> done;
 
-  WaitingService service_;
-  std::unique_ptr<TestServer> server_;
+  std::future<Status> Start(TestService::Stub& stub) {
+    context.set_timeout(kMustComplete);
+    stub.EmptyCall(context, request, &response,
+                   [this](Status status) { done.set_value(std::move(status)); });
+    return done.get_future();
+  }
+};
+
+// Options for a wait-for-ready channel that retries quickly.
+ChannelOptions WaitForReadyOptions(ReactorPool* reactors = nullptr) {
+  ChannelOptions options;
+  options.reactors = reactors;
+  options.wait_for_ready = true;
+  options.initial_backoff = milliseconds(20);
+  options.max_backoff = milliseconds(100);
+  return options;
+}
+
+// Adds a failure unless `result` completes OK within kMustComplete.
+void ExpectCompletesOk(std::future<Status>& result) {
+  ASSERT_EQ(result.wait_for(kMustComplete), std::future_status::ready);
+  const Status status = result.get();
+  EXPECT_TRUE(status.ok()) << status;
+}
+
+class ShutdownTest : public ServiceTest<WaitingService> {
+ protected:
+  // What restarts the server at the same address.
+  TestServerSetup SameAddress() {
+    TestServerSetup setup;
+    setup.services.push_back(&service_);
+    setup.port = server_->port();
+    setup.unix_path = server_->unix_path();
+    return setup;
+  }
+  // A channel on `reactors` with one call made over it (so it is connected).
+  std::shared_ptr<Channel> ConnectedChannel(ChannelOptions options) {
+    auto channel = server_->NewChannel(std::move(options));
+    TestService::Stub stub(channel);
+    EXPECT_TRUE(EmptyCall(stub).ok());
+    return channel;
+  }
 };
 
 TEST_P(ShutdownTest, GracefulShutdownLetsAnInFlightCallFinish) {
@@ -107,7 +142,7 @@ TEST_P(ShutdownTest, GracefulShutdownLetsAnInFlightCallFinish) {
   EXPECT_EQ(failed.code(), StatusCode::kUnavailable) << failed;
   EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kUnavailable);
 
-  ASSERT_EQ(call.result.wait_for(kMustCompleteTimeout), std::future_status::ready);
+  ASSERT_EQ(call.result.wait_for(kMustComplete), std::future_status::ready);
   const Status status = call.result.get();
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_EQ(call.response.username(), "finished");
@@ -125,7 +160,7 @@ TEST_P(ShutdownTest, GraceRunsOutAndCancelsTheCall) {
   StartSlowCall(stub, call, 60'000);
   ASSERT_TRUE(service_.started.WaitForNotification());
   server_->server().Shutdown(milliseconds(100));
-  ASSERT_EQ(call.result.wait_for(kMustCompleteTimeout), std::future_status::ready);
+  ASSERT_EQ(call.result.wait_for(kMustComplete), std::future_status::ready);
   const Status status = call.result.get();
   EXPECT_THAT(status.code(), ::testing::AnyOf(StatusCode::kUnavailable, StatusCode::kCancelled))
       << status;
@@ -142,7 +177,7 @@ TEST_P(ShutdownTest, ShutdownNowCancelsAnInFlightCall) {
   StartSlowCall(stub, call, 60'000);
   ASSERT_TRUE(service_.started.WaitForNotification());
   server_->server().ShutdownNow();
-  ASSERT_EQ(call.result.wait_for(kMustCompleteTimeout), std::future_status::ready);
+  ASSERT_EQ(call.result.wait_for(kMustComplete), std::future_status::ready);
   const Status status = call.result.get();
   EXPECT_THAT(status.code(), ::testing::AnyOf(StatusCode::kUnavailable, StatusCode::kCancelled))
       << status;
@@ -198,14 +233,10 @@ TEST_P(ShutdownTest, ChannelReconnectsToARestartedServer) {
   ReactorPool client_reactors({.threads = 1, .cpus = {}});
   ChannelOptions options;
   options.reactors = &client_reactors;
-  auto channel = server_->NewChannel(options);
+  auto channel = ConnectedChannel(options);
   TestService::Stub stub(channel);
-  ASSERT_TRUE(EmptyCall(stub).ok());
 
-  TestServerSetup setup;
-  setup.services.push_back(&service_);
-  setup.port = server_->port();
-  setup.unix_path = server_->unix_path();
+  const TestServerSetup setup = SameAddress();
   server_->Stop(milliseconds(1000));
   // The client has seen the connection go (GOAWAY and close) before the next call.
   DrainReactor(client_reactors.reactor(0));
@@ -220,35 +251,18 @@ TEST_P(ShutdownTest, ChannelReconnectsToARestartedServer) {
 TEST_P(ShutdownTest, WaitForReadyCallRidesOutARestart) {
   StartServer();
   ReactorPool client_reactors({.threads = 1, .cpus = {}});
-  ChannelOptions options;
-  options.reactors = &client_reactors;
-  options.wait_for_ready = true;
-  options.initial_backoff = milliseconds(20);
-  options.max_backoff = milliseconds(100);
-  auto channel = server_->NewChannel(options);
+  auto channel = ConnectedChannel(WaitForReadyOptions(&client_reactors));
   TestService::Stub stub(channel);
-  ASSERT_TRUE(EmptyCall(stub).ok());
 
-  TestServerSetup setup;
-  setup.services.push_back(&service_);
-  setup.port = server_->port();
-  setup.unix_path = server_->unix_path();
+  const TestServerSetup setup = SameAddress();
   server_->Stop(milliseconds(1000));
   DrainReactor(client_reactors.reactor(0));  // the client saw the connection go
 
-  std::promise<Status> done;
-  ClientContext context;
-  context.set_timeout(kMustCompleteTimeout);
-  Empty request;
-  Empty response;
-  stub.EmptyCall(context, request, &response,
-                 [&done](Status status) { done.set_value(std::move(status)); });
+  AsyncEmptyCall call;
+  std::future<Status> result = call.Start(stub);
   server_ = TestServer::Start(GetParam(), setup);
   ASSERT_NE(server_, nullptr);
-  auto result = done.get_future();
-  ASSERT_EQ(result.wait_for(kMustCompleteTimeout), std::future_status::ready);
-  const Status status = result.get();
-  EXPECT_TRUE(status.ok()) << status;
+  ExpectCompletesOk(result);
   channel.reset();
 }
 
@@ -271,11 +285,7 @@ std::string TargetOf(Transport transport, const TestServerSetup& setup) {
 
 TEST_P(ShutdownTest, WaitForReadyCallWaitsWhileNoServerListens) {
   TestServerSetup setup = ReservedAddress(GetParam());
-  ChannelOptions options;
-  options.wait_for_ready = true;
-  options.initial_backoff = milliseconds(20);
-  options.max_backoff = milliseconds(100);
-  auto channel = Channel::Create(TargetOf(GetParam(), setup), options);
+  auto channel = Channel::Create(TargetOf(GetParam(), setup), WaitForReadyOptions());
   ASSERT_TRUE(channel.ok()) << channel.status();
   TestService::Stub stub(*channel);
   // It waits (until its deadline) instead of failing UNAVAILABLE.
@@ -287,28 +297,16 @@ TEST_P(ShutdownTest, WaitForReadyCallWaitsWhileNoServerListens) {
 TEST_P(ShutdownTest, ExpiredQueuedCallDoesNotDisturbTheNextCall) {
   TestServerSetup setup = ReservedAddress(GetParam());
   setup.services.push_back(&service_);
-  ChannelOptions options;
-  options.wait_for_ready = true;
-  options.initial_backoff = milliseconds(20);
-  options.max_backoff = milliseconds(100);
-  auto channel = Channel::Create(TargetOf(GetParam(), setup), options);
+  auto channel = Channel::Create(TargetOf(GetParam(), setup), WaitForReadyOptions());
   ASSERT_TRUE(channel.ok()) << channel.status();
   TestService::Stub stub(*channel);
   EXPECT_EQ(EmptyCall(stub, milliseconds(100)).code(), StatusCode::kDeadlineExceeded);
 
-  std::promise<Status> done;
-  ClientContext context;
-  context.set_timeout(kMustCompleteTimeout);
-  Empty request;
-  Empty response;
-  stub.EmptyCall(context, request, &response,
-                 [&done](Status status) { done.set_value(std::move(status)); });
+  AsyncEmptyCall call;
+  std::future<Status> result = call.Start(stub);
   server_ = TestServer::Start(GetParam(), setup);
   ASSERT_NE(server_, nullptr);
-  auto result = done.get_future();
-  ASSERT_EQ(result.wait_for(kMustCompleteTimeout), std::future_status::ready);
-  const Status status = result.get();
-  EXPECT_TRUE(status.ok()) << status;
+  ExpectCompletesOk(result);
   EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kOk);
 }
 
@@ -320,19 +318,10 @@ TEST_P(ShutdownTest, ExpiredQueuedCallDoesNotDisturbTheNextCall) {
 TEST_P(ShutdownTest, DISABLED_CallOnADyingConnectionIsRetriedTransparently) {
   StartServer();
   ReactorPool client_reactors({.threads = 1, .cpus = {}});
-  ChannelOptions options;
-  options.reactors = &client_reactors;
-  options.wait_for_ready = true;
-  options.initial_backoff = milliseconds(20);
-  options.max_backoff = milliseconds(100);
-  auto channel = server_->NewChannel(options);
+  auto channel = ConnectedChannel(WaitForReadyOptions(&client_reactors));
   TestService::Stub stub(channel);
-  ASSERT_TRUE(EmptyCall(stub).ok());
 
-  TestServerSetup setup;
-  setup.services.push_back(&service_);
-  setup.port = server_->port();
-  setup.unix_path = server_->unix_path();
+  const TestServerSetup setup = SameAddress();
   // Hold the client's reactor while the server goes, so the next call is dispatched before the
   // client reads the GOAWAY.
   std::promise<void> release;
@@ -343,20 +332,12 @@ TEST_P(ShutdownTest, DISABLED_CallOnADyingConnectionIsRetriedTransparently) {
   });
   held.get_future().wait();
   server_->Stop(milliseconds(1000));
-  std::promise<Status> done;
-  ClientContext context;
-  context.set_timeout(kMustCompleteTimeout);
-  Empty request;
-  Empty response;
-  stub.EmptyCall(context, request, &response,
-                 [&done](Status status) { done.set_value(std::move(status)); });
+  AsyncEmptyCall call;
+  std::future<Status> result = call.Start(stub);
   release.set_value();
   server_ = TestServer::Start(GetParam(), setup);
   ASSERT_NE(server_, nullptr);
-  auto result = done.get_future();
-  ASSERT_EQ(result.wait_for(kMustCompleteTimeout), std::future_status::ready);
-  const Status status = result.get();
-  EXPECT_TRUE(status.ok()) << status;
+  ExpectCompletesOk(result);
   channel.reset();
 }
 

@@ -24,16 +24,12 @@
 #include "rill/server.h"
 #include "rill/server_context.h"
 #include "tests/http2/raw_h2_client.h"
-#include "tests/rpc/rpc_test_util.h"
-#include "tests/rpc/watchdog.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
 
-using grpc::testing::Empty;
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::TestService;
 using ::testing::Contains;
 using ::testing::IsSupersetOf;
 using ::testing::Not;
@@ -237,7 +233,7 @@ TEST(SpecFidelityClient, ClientNeverIndexesCredentials) {
   ASSERT_TRUE(channel.ok());
   TestService::Stub stub(*channel);
   ClientContext ctx;
-  ctx.set_timeout(kMustCompleteTimeout);
+  ctx.set_timeout(kMustComplete);
   ctx.AddMetadata("authorization", "Bearer secret");
   ctx.AddMetadata("cookie", "id=1");
   ctx.AddMetadata("x-credentials-bin", std::string("\x00\x01", 2));
@@ -298,7 +294,7 @@ TEST_F(SpecFidelityTest, ShutdownFromAHandlerDoesNotDeadlock) {
     }
     TestService::Stub s(channel);
     ClientContext ctx;
-    ctx.set_timeout(kMustCompleteTimeout);
+    ctx.set_timeout(kMustComplete);
     if (wait_too) ctx.AddMetadata("x-wait", "1");
     Empty response;
     Status status;

@@ -14,15 +14,12 @@
 #include "grpc/testing/test.rill.h"
 #include "rill/client_context.h"
 #include "rill/server_context.h"
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
 
-using grpc::testing::Empty;
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::TestService;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
@@ -125,21 +122,7 @@ class EchoService final : public TestService::Service {
   std::atomic<int> calls_{0};
 };
 
-class UnaryTest : public ::testing::TestWithParam<Transport> {
- protected:
-  void StartServer(TestServerSetup setup = {}) {
-    setup.services.push_back(&service_);
-    server_ = TestServer::Start(GetParam(), setup);
-    ASSERT_NE(server_, nullptr);
-  }
-  std::shared_ptr<Channel> NewChannel(ChannelOptions options = {}) {
-    return server_->NewChannel(std::move(options));
-  }
-  void TearDown() override { server_.reset(); }
-
-  EchoService service_;
-  std::unique_ptr<TestServer> server_;
-};
+class UnaryTest : public ServiceTest<EchoService> {};
 
 // A good call on `stub` after a failed one: the channel and the connection survived.
 void ExpectGoodCall(TestService::Stub& stub) {
@@ -193,9 +176,14 @@ Awaitable<Status> UnaryCallAwaitable(TestService::Stub* stub, ClientContext* con
 
 TEST_P(UnaryTest, AwaitableCallFromAnotherReactor) {
   StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  // The channel's reactor posts the completion to client_reactors: it is joined (destroyed)
+  // first, so that it has left that post before client_reactors goes.
   ReactorPool client_reactors({.threads = 1, .cpus = {}});
+  ReactorPool channel_reactors({.threads = 1, .cpus = {}});
+  ChannelOptions options;
+  options.reactors = &channel_reactors;
+  auto channel = NewChannel(options);
+  TestService::Stub stub(channel);
 
   ClientContext context;
   SimpleRequest request;
@@ -245,7 +233,7 @@ TEST_P(UnaryTest, CallbackCompletionRunsOnce) {
     done.set_value(std::move(status));
   });
   auto future = done.get_future();
-  ASSERT_EQ(future.wait_for(kMustCompleteTimeout), std::future_status::ready);
+  ASSERT_EQ(future.wait_for(kMustComplete), std::future_status::ready);
   const Status status = future.get();
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_EQ(response.ByteSizeLong(), 5000u);
@@ -279,7 +267,7 @@ TEST_P(UnaryTest, ManyConcurrentCallsOnOneChannel) {
   }
   for (int i = 0; i < kCalls; ++i) {
     auto future = calls[i]->done.get_future();
-    ASSERT_EQ(future.wait_for(kMustCompleteTimeout), std::future_status::ready);
+    ASSERT_EQ(future.wait_for(kMustComplete), std::future_status::ready);
     const Status status = future.get();
     EXPECT_TRUE(status.ok()) << i << ": " << status;
     EXPECT_EQ(calls[i]->response.ByteSizeLong(), static_cast<size_t>(i) * 900);

@@ -17,17 +17,11 @@
 #include "rill/interceptor.h"
 #include "rill/server_context.h"
 #include "src/http2/http2_session.h"
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
-
-using grpc::testing::Empty;
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
-using grpc::testing::TestService;
 
 // Counts user code that found itself inside the HTTP/2 session's receive or send step.
 std::atomic<int> g_inside_session{0};
@@ -136,7 +130,7 @@ class UserCodeTest : public ::testing::TestWithParam<Transport> {
 
   Status Unary(std::string_view metadata_key, bool coroutine = false) {
     ClientContext ctx;
-    ctx.set_timeout(kMustCompleteTimeout);
+    ctx.set_timeout(kMustComplete);
     if (!metadata_key.empty()) ctx.AddMetadata(metadata_key, "1");
     SimpleRequest request;
     request.mutable_payload()->set_body("hello");

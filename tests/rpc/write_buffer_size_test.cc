@@ -16,16 +16,11 @@
 #include "grpc/testing/test.rill.h"
 #include "rill/client_context.h"
 #include "rill/server_context.h"
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
-
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
-using grpc::testing::TestService;
 
 constexpr size_t kMessageSizes[] = {1, 20 * 1024, 1024 * 1024};
 
@@ -102,7 +97,7 @@ TEST_P(WriteBufferSizeTest, UnaryCallsCarryEveryMessageIntact) {
   int seed = 0;
   for (size_t size : kMessageSizes) {
     ClientContext context;
-    context.set_timeout(kMustCompleteTimeout);  // a stalled connection fails instead of hanging
+    context.set_timeout(kMustComplete);  // a stalled connection fails instead of hanging
     SimpleRequest request;
     *request.mutable_payload()->mutable_body() = Pattern(size, ++seed);
     SimpleResponse response;
@@ -117,7 +112,7 @@ TEST_P(WriteBufferSizeTest, UnaryCallsCarryEveryMessageIntact) {
 // failure, or an empty string.
 std::string EchoOverOneStream(TestService::Stub& stub, int seed) {
   ClientContext context;
-  context.set_timeout(kMustCompleteTimeout);
+  context.set_timeout(kMustComplete);
   auto stream = stub.FullDuplexCall(context);
   std::vector<size_t> sizes(std::begin(kMessageSizes), std::end(kMessageSizes));
   sizes.insert(sizes.end(), sizes.rbegin(), sizes.rend());

@@ -14,7 +14,8 @@
 
 #include "rill/client_call.h"
 #include "rill/client_context.h"
-#include "tests/streaming/streaming_test_util.h"
+#include "tests/testing/raw_http2_client.h"
+#include "tests/testing/streamer.h"
 
 namespace rill::test {
 namespace {
@@ -37,10 +38,7 @@ TEST(Cancellation, ClientCancelReachesHandlerSuspendedInRead) {
   EXPECT_FALSE(stream->BlockingRead(&in));
   const Status status = stream->BlockingFinish();
   EXPECT_EQ(status.code(), StatusCode::kCancelled) << status;
-  ASSERT_TRUE(env.service().WaitForFinished(1));
-  const HandlerOutcome outcome = env.service().outcomes().at(0);
-  EXPECT_EQ(outcome.end, HandlerEnd::kReadFalse);
-  EXPECT_TRUE(outcome.cancelled);
+  env.ExpectHandlerEnded(HandlerEnd::kReadFalse);
   stream.reset();
   env.Stop();
 }
@@ -48,9 +46,7 @@ TEST(Cancellation, ClientCancelReachesHandlerSuspendedInRead) {
 TEST(Cancellation, ClientCancelReachesHandlerSuspendedInWrite) {
   StreamingEnv env;
   ASSERT_TRUE(env.ok());
-  st::SourceRequest request;
-  request.set_count(0);  // until the call ends
-  request.set_size(16000);
+  st::SourceRequest request = MakeSource(0, 16000);
   ClientContext ctx;
   auto reader = env.stub().Source(ctx, request);
   // The client reads nothing: the handler fills the window and its quota, then waits.
@@ -59,14 +55,10 @@ TEST(Cancellation, ClientCancelReachesHandlerSuspendedInWrite) {
   ctx.TryCancel();
   const Status status = reader->BlockingFinish();
   EXPECT_EQ(status.code(), StatusCode::kCancelled) << status;
-  ASSERT_TRUE(env.service().WaitForFinished(1));
-  const HandlerOutcome outcome = env.service().outcomes().at(0);
-  EXPECT_EQ(outcome.end, HandlerEnd::kWriteFalse);
-  EXPECT_TRUE(outcome.cancelled);
+  env.ExpectHandlerEnded(HandlerEnd::kWriteFalse);
   reader.reset();
   // Nothing of the cancelled stream stays pinned on either side.
-  EXPECT_TRUE(StreamerService::WaitUntil([&] { return env.server_pool().bytes_out() == 0; }))
-      << env.server_pool().bytes_out() << " bytes still out on the server";
+  env.ExpectServerPoolDrains();
   env.Stop();
 }
 
@@ -104,9 +96,7 @@ TEST(Cancellation, ServerErrorReachesClientBlockedInRead_Bidi) {
 TEST(Cancellation, ServerErrorReachesClientBlockedInRead_ServerStreaming) {
   StreamingEnv env;
   ASSERT_TRUE(env.ok());
-  st::SourceRequest request;
-  request.set_count(0);
-  request.set_size(100);
+  st::SourceRequest request = MakeSource(0, 100);
   request.set_fail_after(5);
   request.set_fail_code(static_cast<int>(StatusCode::kAborted));
   request.set_fail_delay_ms(200);
@@ -130,9 +120,7 @@ TEST(Cancellation, ServerErrorReachesClientBlockedInRead_ServerStreaming) {
 TEST(Cancellation, DeadlineMidStream) {
   StreamingEnv env;
   ASSERT_TRUE(env.ok());
-  st::SourceRequest request;
-  request.set_count(0);
-  request.set_size(1000);
+  st::SourceRequest request = MakeSource(0, 1000);
   request.set_interval_ms(5);
   ClientContext ctx;
   ctx.set_timeout(milliseconds(300));
@@ -159,21 +147,15 @@ TEST(Cancellation, DeadlineMidStream) {
 TEST(Cancellation, DeadlineWhileHandlerBlockedInWrite) {
   StreamingEnv env;
   ASSERT_TRUE(env.ok());
-  st::SourceRequest request;
-  request.set_count(0);
-  request.set_size(16000);
+  st::SourceRequest request = MakeSource(0, 16000);
   ClientContext ctx;
   ctx.set_timeout(milliseconds(300));
   auto reader = env.stub().Source(ctx, request);
   const Status status = reader->BlockingFinish();
   EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status;
-  ASSERT_TRUE(env.service().WaitForFinished(1));
-  const HandlerOutcome outcome = env.service().outcomes().at(0);
-  EXPECT_EQ(outcome.end, HandlerEnd::kWriteFalse);
-  EXPECT_TRUE(outcome.cancelled);
+  env.ExpectHandlerEnded(HandlerEnd::kWriteFalse);
   reader.reset();
-  EXPECT_TRUE(StreamerService::WaitUntil([&] { return env.server_pool().bytes_out() == 0; }))
-      << env.server_pool().bytes_out() << " bytes still out on the server";
+  env.ExpectServerPoolDrains();
   env.Stop();
 }
 
@@ -190,10 +172,7 @@ TEST(Cancellation, DroppingTheClientStreamCancelsTheHandler) {
   ASSERT_TRUE(stream->BlockingRead(&in));
   ASSERT_TRUE(WaitParked(env.service().in_read, env.service().total_writes));
   stream.reset();
-  ASSERT_TRUE(env.service().WaitForFinished(1));
-  const HandlerOutcome outcome = env.service().outcomes().at(0);
-  EXPECT_EQ(outcome.end, HandlerEnd::kReadFalse);
-  EXPECT_TRUE(outcome.cancelled);
+  env.ExpectHandlerEnded(HandlerEnd::kReadFalse);
   env.Stop();
 }
 
@@ -205,9 +184,7 @@ TEST(Cancellation, DroppingTheClientStreamWithCompletionsQueued) {
   StreamingEnv env;
   ASSERT_TRUE(env.ok());
   ClientContext ctx;
-  st::SourceRequest request;
-  request.set_count(1);
-  request.set_size(100);
+  st::SourceRequest request = MakeSource(1, 100);
   auto reader = env.stub().Source(ctx, request);
   st::Chunk chunk;
   ASSERT_TRUE(reader->BlockingRead(&chunk));
@@ -235,7 +212,7 @@ TEST(Cancellation, DroppingTheClientStreamWithCompletionsQueued) {
     reader.reset();
     seen.dropped = true;
   });
-  ASSERT_TRUE(StreamerService::WaitUntil([&] { return seen.reads > 0 && seen.finishes > 0; }));
+  ASSERT_TRUE(WaitUntil([&] { return seen.reads > 0 && seen.finishes > 0; }));
   env.Stop();
   EXPECT_EQ(seen.reads, 1);
   EXPECT_FALSE(seen.read_ok);

@@ -11,7 +11,7 @@
 #include "rill/client_call.h"
 #include "rill/client_context.h"
 #include "rill/mem/buffer_pool.h"
-#include "tests/streaming/streaming_test_util.h"
+#include "tests/testing/streamer.h"
 
 namespace rill::test {
 namespace {

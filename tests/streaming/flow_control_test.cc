@@ -17,7 +17,8 @@
 
 #include "rill/client_call.h"
 #include "rill/client_context.h"
-#include "tests/streaming/streaming_test_util.h"
+#include "tests/testing/raw_http2_client.h"
+#include "tests/testing/streamer.h"
 
 namespace rill::test {
 namespace {
@@ -203,7 +204,7 @@ NonReaderRun RunNonReader(StreamingEnv& env, uint32_t window, int receive_buffer
   }
   run.peak_before_deadline = std::max(run.peak_before_deadline, env.server_pool().peak_bytes_out());
   run.handler_finished_in_time =
-      StreamerService::WaitUntil([&] { return env.service().finished() >= 1; }, milliseconds(1000));
+      WaitUntil([&] { return env.service().finished() >= 1; }, milliseconds(1000));
   std::this_thread::sleep_for(deadline + milliseconds(1000) - std::chrono::steady_clock::now());
   run.bytes_out_after_deadline = env.server_pool().bytes_out();
   if (env.service().finished() >= 1) run.outcome = env.service().outcomes().at(0);

@@ -14,7 +14,7 @@
 #include "rill/compression.h"
 #include "rill/mem/buffer_pool.h"
 #include "rill/prepared_message.h"
-#include "tests/streaming/streaming_test_util.h"
+#include "tests/testing/streamer.h"
 
 namespace rill::test {
 namespace {

@@ -16,16 +16,12 @@
 #include "rill/client_call.h"
 #include "rill/client_context.h"
 #include "rill/server_context.h"
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
 
-using grpc::testing::StreamingInputCallRequest;
-using grpc::testing::StreamingInputCallResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
-using grpc::testing::TestService;
 using std::chrono::milliseconds;
 
 // How a streaming handler's reading ended.
@@ -160,29 +156,13 @@ StreamingOutputCallRequest AskFor(std::initializer_list<int32_t> sizes) {
   return request;
 }
 
-class StreamingTest : public ::testing::TestWithParam<Transport> {
+class StreamingTest : public ServiceTest<StreamingService> {
  protected:
+  // Connected before any deadline starts running (DeadlineEndsABidiStreamOnBothSides).
   void SetUp() override {
-    TestServerSetup setup;
-    setup.services.push_back(&service_);
-    server_ = TestServer::Start(GetParam(), setup);
-    ASSERT_NE(server_, nullptr);
-    channel_ = server_->NewChannel();
-    ASSERT_NE(channel_, nullptr);
-    // Connected before any deadline starts running (DeadlineEndsABidiStreamOnBothSides).
-    ASSERT_TRUE(channel_->WaitForConnected(Channel::Clock::now() + kMustCompleteTimeout));
-    stub_ = std::make_unique<TestService::Stub>(channel_);
+    ASSERT_NO_FATAL_FAILURE(StartServer());
+    Connect();
   }
-  void TearDown() override {
-    stub_.reset();
-    channel_.reset();
-    server_.reset();
-  }
-
-  StreamingService service_;
-  std::unique_ptr<TestServer> server_;
-  std::shared_ptr<Channel> channel_;
-  std::unique_ptr<TestService::Stub> stub_;
 };
 
 TEST_P(StreamingTest, ClientStreaming) {
@@ -244,7 +224,7 @@ TEST_P(StreamingTest, ServerStreamingWithNoMessages) {
 // message needs the window raised while it arrives.
 void ReadManyLargeMessages(TestService::Stub& stub) {
   ClientContext context;
-  context.set_timeout(kMustCompleteTimeout);  // a flow-control stall fails instead of hanging
+  context.set_timeout(kMustComplete);  // a flow-control stall fails instead of hanging
   StreamingOutputCallRequest request;
   for (int i = 0; i < 128; ++i) request.add_response_parameters()->set_size(64 * 1024);
   auto reader = stub.StreamingOutputCall(context, request);
@@ -343,9 +323,17 @@ Awaitable<Status> PingPongCoroutine(TestService::Stub* stub, int rounds) {
 }
 
 TEST_P(StreamingTest, BidiPingPongFromACoroutine) {
+  // The channel's reactor posts completions to `reactors`: it is joined (destroyed) first, so
+  // that it has left its last post before `reactors` goes.
   ReactorPool reactors({.threads = 1, .cpus = {}});
-  const Status status = RunOn(reactors.reactor(0), PingPongCoroutine(stub_.get(), 20));
+  ReactorPool channel_reactors({.threads = 1, .cpus = {}});
+  ChannelOptions options;
+  options.reactors = &channel_reactors;
+  auto channel = NewChannel(options);
+  TestService::Stub stub(channel);
+  const Status status = RunOn(reactors.reactor(0), PingPongCoroutine(&stub, 20));
   EXPECT_TRUE(status.ok()) << status;
+  channel.reset();
 }
 
 TEST_P(StreamingTest, BidiWithNoMessages) {
@@ -439,7 +427,7 @@ TEST_P(StreamingTest, ServerErrorMidStreamReachesTheClientsReader) {
   abort.mutable_response_status()->set_message("server gave up");
   ASSERT_TRUE(stream->BlockingWrite(abort));
   auto read = read_result.get_future();
-  ASSERT_EQ(read.wait_for(kMustCompleteTimeout), std::future_status::ready);
+  ASSERT_EQ(read.wait_for(kMustComplete), std::future_status::ready);
   EXPECT_FALSE(read.get());
   reader.join();
   const Status status = stream->BlockingFinish();

@@ -7,7 +7,8 @@
 
 #include "rill/compression.h"
 #include "rill/mem/buffer_pool.h"
-#include "tests/compress/compress_test_util.h"
+#include "tests/testing/bytes.h"
+#include "tests/testing/codecs.h"
 
 namespace rill::test {
 namespace {

@@ -9,7 +9,8 @@
 #include "bench/alloc_hook/alloc_hook.h"
 #include "rill/compression.h"
 #include "rill/mem/buffer_pool.h"
-#include "tests/compress/compress_test_util.h"
+#include "tests/testing/bytes.h"
+#include "tests/testing/codecs.h"
 
 namespace rill::test {
 namespace {

@@ -1,14 +1,10 @@
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
 
-#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <asio/post.hpp>
 #include <atomic>
-#include <cstdio>
 #include <filesystem>
-
-#include "rill/detail/check.h"
 
 namespace rill::test {
 
@@ -45,6 +41,10 @@ std::unique_ptr<TestServer> TestServer::Start(Transport transport, const TestSer
   builder.SetReactorCount(setup.reactor_count);
   if (setup.reactors != nullptr) builder.SetReactors(setup.reactors);
   if (setup.pool != nullptr) builder.SetBufferPool(setup.pool);
+  if (setup.compressors) {
+    builder.ClearCompressors();
+    for (const auto& compressor : *setup.compressors) builder.RegisterCompressor(compressor);
+  }
   auto built = builder.Build();
   if (!built.ok()) {
     ADD_FAILURE() << "cannot start the server: " << built.status();
@@ -62,6 +62,12 @@ TestServer::~TestServer() { Stop(); }
 void TestServer::Stop(std::chrono::milliseconds grace) {
   if (server_ == nullptr) return;
   server_->Shutdown(grace);
+  server_.reset();
+}
+
+void TestServer::StopNow() {
+  if (server_ == nullptr) return;
+  server_->ShutdownNow();
   server_.reset();
 }
 
@@ -84,6 +90,15 @@ void DrainReactor(asio::io_context& io) {
   }
 }
 
+bool WaitUntil(const std::function<bool()>& predicate, std::chrono::milliseconds limit) {
+  const auto give_up = std::chrono::steady_clock::now() + limit;
+  while (!predicate()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return true;
+}
+
 void Notification::Notify() {
   std::lock_guard lock(mu_);
   notified_ = true;
@@ -97,60 +112,7 @@ bool Notification::HasBeenNotified() {
 
 bool Notification::WaitForNotification() {
   std::unique_lock lock(mu_);
-  return cv_.wait_for(lock, kMustCompleteTimeout, [this] { return notified_; });
-}
-
-MetadataEntries CopyEntries(const Metadata& metadata) {
-  MetadataEntries out;
-  for (const auto& [key, value] : metadata) out.emplace_back(key, value);
-  return out;
-}
-
-std::vector<std::string> ValuesOf(const MetadataEntries& entries, std::string_view key) {
-  std::vector<std::string> out;
-  for (const auto& [k, v] : entries) {
-    if (k == key) out.push_back(v);
-  }
-  return out;
-}
-
-namespace {
-
-// Fills the payload body of `message` so that it serializes to `target` bytes. Where a varint
-// boundary makes that size unreachable, `adjust` adds a small field first and the search is
-// repeated.
-template <typename Message>
-Message OfSize(Message message, size_t target, std::string* (*body)(Message&),
-               void (*adjust)(Message&)) {
-  if (target == message.ByteSizeLong()) return message;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    const size_t start = target > 16 ? target - 16 : 0;
-    for (size_t n = start; n <= target; ++n) {
-      body(message)->assign(n, 'x');
-      if (message.ByteSizeLong() == target) return message;
-    }
-    adjust(message);
-  }
-  RILL_CHECK_MSG(false, "no message of the requested size");
-  return message;
-}
-
-}  // namespace
-
-grpc::testing::SimpleRequest RequestOfSize(size_t serialized_size, int32_t response_size) {
-  grpc::testing::SimpleRequest request;
-  request.set_response_size(response_size);
-  return OfSize<grpc::testing::SimpleRequest>(
-      std::move(request), serialized_size,
-      [](grpc::testing::SimpleRequest& m) { return m.mutable_payload()->mutable_body(); },
-      [](grpc::testing::SimpleRequest& m) { m.set_fill_username(true); });
-}
-
-grpc::testing::SimpleResponse ResponseOfSize(size_t serialized_size) {
-  return OfSize<grpc::testing::SimpleResponse>(
-      grpc::testing::SimpleResponse(), serialized_size,
-      [](grpc::testing::SimpleResponse& m) { return m.mutable_payload()->mutable_body(); },
-      [](grpc::testing::SimpleResponse& m) { m.set_hostname("h"); });
+  return cv_.wait_for(lock, kMustComplete, [this] { return notified_; });
 }
 
 }  // namespace rill::test

@@ -13,8 +13,9 @@
 
 #include "rill/compression.h"
 #include "rill/mem/buffer_pool.h"
-#include "tests/compress/compress_test_util.h"
-#include "tests/mem/test_pools.h"
+#include "tests/testing/bytes.h"
+#include "tests/testing/codecs.h"
+#include "tests/testing/pools.h"
 
 namespace rill::test {
 namespace {
@@ -98,7 +99,7 @@ TEST_P(BombTest, StopsAtTheLimitHoldingAtMostLimitPlusOneChunk) {
   const BufferSlice input = SliceOf(bomb, pool, kOddPieces);
   for (size_t limit : {kLimit, kLimit + 1, size_t{16} << 20}) {
     // Only the decompressor's output goes through the tracking pool.
-    TrackingPool tracking(pool);
+    PeakPool tracking(pool);
     BufferSlice out(Buffer::Copy(std::string_view("untouched"), pool));
     const Status status = compressor->Decompress(input, tracking, limit, out);
     EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status;
@@ -149,7 +150,7 @@ TEST(DeclaredSizeTest, GzipIsizeIsNotTrusted) {
   const std::string original = ProtobufLike(1000);
   std::string wire = ZlibCompress(original, kGzipWindowBits);
   wire.replace(wire.size() - 4, 4, "\xff\xff\xff\xff");
-  TrackingPool tracking(pool);
+  PeakPool tracking(pool);
   BufferSlice out;
   const Status status =
       GzipCompressor()->Decompress(SliceOf(wire, pool), tracking, size_t{1} << 33, out);
@@ -179,7 +180,7 @@ TEST(DeclaredSizeTest, ZstdContentSizeIsNotTrusted) {
             1000 - 256);
   wire[5] = '\xff';
   wire[6] = '\xff';
-  TrackingPool tracking(pool);
+  PeakPool tracking(pool);
   BufferSlice out;
   const Status status =
       ZstdCompressor()->Decompress(SliceOf(wire, pool), tracking, size_t{1} << 20, out);

@@ -7,7 +7,9 @@
 
 #include "rill/compression.h"
 #include "rill/mem/buffer_pool.h"
-#include "tests/compress/compress_test_util.h"
+#include "tests/testing/bytes.h"
+#include "tests/testing/codecs.h"
+#include "tests/testing/require_peer.h"
 
 namespace rill::test {
 namespace {
@@ -81,7 +83,8 @@ TEST(InteropTest, RillReadsLibraryOutput) {
 }
 
 TEST(InteropTest, ToolsReadRillOutput) {
-  if (!HaveProgram("gzip") || !HaveProgram("zstd")) GTEST_SKIP() << "gzip or zstd not installed";
+  RILL_REQUIRE_PEER(HaveProgram("gzip"), "the gzip command");
+  RILL_REQUIRE_PEER(HaveProgram("zstd"), "the zstd command (Debian's zstd)");
   const std::string original = ProtobufLike(300000);
   const std::optional<std::string> gunzipped =
       RunFilter("gzip -dc", RillCompress(*GzipCompressor(), original));
@@ -96,7 +99,8 @@ TEST(InteropTest, ToolsReadRillOutput) {
 }
 
 TEST(InteropTest, RillReadsToolOutput) {
-  if (!HaveProgram("gzip") || !HaveProgram("zstd")) GTEST_SKIP() << "gzip or zstd not installed";
+  RILL_REQUIRE_PEER(HaveProgram("gzip"), "the gzip command");
+  RILL_REQUIRE_PEER(HaveProgram("zstd"), "the zstd command (Debian's zstd)");
   const std::string original = RandomBytes(200000) + ProtobufLike(200000);
   for (const char* command : {"gzip -c -1", "gzip -c -9", "gzip -c --name"}) {
     SCOPED_TRACE(command);
@@ -123,7 +127,7 @@ TEST(InteropTest, RillReadsToolOutput) {
 // the limit rounded up to a power of two, are accepted; a frame that needs more is refused as
 // too large before zstd allocates it.
 TEST(InteropTest, ZstdWindowsAreBoundedByTheLimit) {
-  if (!HaveProgram("zstd")) GTEST_SKIP() << "zstd not installed";
+  RILL_REQUIRE_PEER(HaveProgram("zstd"), "the zstd command (Debian's zstd)");
   const std::string original = ProtobufLike(100000);
   BufferPool& pool = DefaultBufferPool();
   for (const char* command : {"zstd -qc --ultra -22", "zstd -qc --long=27"}) {
