@@ -18,7 +18,8 @@
 #include "rill/mem/leak_checking_pool.h"
 #include "rill/server_context.h"
 #include "tests/http2/raw_h2_client.h"
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {

@@ -20,7 +20,8 @@
 #include "grpc/testing/test.rill.h"
 #include "tests/http2/raw_frames.h"
 #include "tests/http2/raw_h2_client.h"
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {

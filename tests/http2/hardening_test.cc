@@ -27,7 +27,8 @@
 #include "rill/log.h"
 #include "rill/server_context.h"
 #include "tests/http2/raw_h2_client.h"
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {

@@ -21,7 +21,8 @@
 #include "rill/credentials.h"
 #include "rill/log.h"
 #include "rill/server_context.h"
-#include "tests/rpc/rpc_test_util.h"
+#include "tests/testing/fixture.h"
+#include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
@@ -180,7 +181,7 @@ class TlsTest : public ::testing::Test {
     TestService::Stub stub(channel);
     ClientContext context;
     context.set_credentials(std::move(credentials));
-    context.set_timeout(kMustCompleteTimeout);
+    context.set_timeout(kMustComplete);
     SimpleRequest request;
     request.set_response_size(response_size);
     SimpleResponse response;
@@ -233,7 +234,7 @@ TEST_F(TlsTest, StreamingLargeMessagesOverTls) {
   auto channel = TrustingChannel();
   TestService::Stub stub(channel);
   ClientContext context;
-  context.set_timeout(kMustCompleteTimeout);
+  context.set_timeout(kMustComplete);
   auto stream = stub.FullDuplexCall(context);
   const std::vector<int32_t> sizes = {0, 1, 9, 1023, 16 * 1024, 70 * 1024, 1024 * 1024};
   for (int round = 0; round < 3; ++round) {
@@ -403,7 +404,7 @@ class RawClient {
   }
   // True when the server closed the connection (EOF or reset) within the timeout; everything
   // it sent before is skipped.
-  bool WaitForClose(std::chrono::milliseconds timeout = kMustCompleteTimeout) {
+  bool WaitForClose(std::chrono::milliseconds timeout = kMustComplete) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     char sink[4096];
     while (std::chrono::steady_clock::now() < deadline) {
@@ -525,7 +526,7 @@ TEST_F(TlsTest, ChannelCallCredentialsAddMetadataToEveryCall) {
   // Streams get them too.
   TestService::Stub stub(*channel);
   ClientContext context;
-  context.set_timeout(kMustCompleteTimeout);
+  context.set_timeout(kMustComplete);
   auto stream = stub.FullDuplexCall(context);
   StreamingOutputCallRequest request;
   request.add_response_parameters()->set_size(10);
@@ -544,7 +545,7 @@ TEST_F(TlsTest, AsynchronousPluginDoesNotHoldUpOtherCalls) {
   TestService::Stub stub(channel);
   ClientContext slow_context;
   slow_context.set_credentials(slow);
-  slow_context.set_timeout(kMustCompleteTimeout);
+  slow_context.set_timeout(kMustComplete);
   SimpleRequest request;
   SimpleResponse slow_response;
   Notification slow_done;
