@@ -35,6 +35,7 @@ namespace rill {
 class BufferPool;
 class ClientInterceptor;
 class Compressor;
+class StatsHandler;
 
 // gzip, deflate and zstd (rill/compression.h).
 std::vector<std::shared_ptr<Compressor>> DefaultCompressors();
@@ -95,6 +96,9 @@ struct ChannelOptions {
 
   // Run in order for every call; the first is the outermost.
   std::vector<std::shared_ptr<ClientInterceptor>> interceptors;
+
+  // Observe every call and connection (rill/stats.h), in this order.
+  std::vector<std::shared_ptr<StatsHandler>> stats_handlers;
 };
 
 class Channel {

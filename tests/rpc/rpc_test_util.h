@@ -37,6 +37,7 @@
 #include "rill/metadata.h"
 #include "rill/reactor_pool.h"
 #include "rill/server.h"
+#include "rill/stats.h"
 
 namespace rill::test {
 
@@ -54,6 +55,7 @@ inline constexpr std::chrono::seconds kMustCompleteTimeout{30};
 struct TestServerSetup {
   std::vector<Service*> services;
   std::vector<std::shared_ptr<ServerInterceptor>> interceptors;
+  std::vector<std::shared_ptr<StatsHandler>> stats_handlers;
   ServerOptions options;
   BufferPool* pool = nullptr;  // null: DefaultBufferPool() (the test's leak-checking pool)
   size_t reactor_count = 1;
