@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "grpc/testing/test.rill.h"
+#include "rill/binary_log.h"
 #include "rill/channel.h"
 #include "rill/client_context.h"
 
@@ -589,6 +590,10 @@ int Main(int argc, char** argv) {
   app.add_option("--test_case", test_case, "a case, a comma-separated list, or all");
   app.add_option("--use_tls", use_tls, "TLS (not supported yet: must be false)");
   app.add_option("--use_test_ca", use_test_ca, "ignored without TLS");
+  std::string binary_log;
+  std::string binary_log_filter = "*";
+  app.add_option("--binary_log", binary_log, "write a gRPC binary log of every call to this file");
+  app.add_option("--binary_log_filter", binary_log_filter, "which methods --binary_log logs");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -631,6 +636,17 @@ int Main(int argc, char** argv) {
   if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
   ChannelOptions options;
   options.authority = server_host_override;
+  // Declared before the channel: destroyed after it, writing what its last calls logged.
+  std::shared_ptr<BinaryLog> log;
+  if (!binary_log.empty()) {
+    auto created = BinaryLog::Create(binary_log, {.filter = binary_log_filter});
+    if (!created.ok()) {
+      std::fprintf(stderr, "--binary_log: %s\n", created.status().ToString().c_str());
+      return 2;
+    }
+    log = std::move(*created);
+    options.stats_handlers.push_back(log);
+  }
   auto channel = Channel::Create(host + ":" + std::to_string(server_port), options);
   if (!channel.ok()) {
     std::fprintf(stderr, "cannot create the channel: %s\n", channel.status().ToString().c_str());
