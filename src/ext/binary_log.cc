@@ -460,6 +460,8 @@ void* BinaryLog::TagCall(const CallInfo& info) {
 void BinaryLog::HandleCall(void* tag, const CallEvent& event) {
   auto* log = static_cast<CallLog*>(tag);
   if (log == nullptr) return;
+  // The trailer ends a call's log; a server may still hear the client's half-close after it.
+  if (log->trailer_logged && event.type != CallEventType::kEnd) return;
   const bool client = log->client;
   pb::GrpcLogEntry::EventType type = pb::GrpcLogEntry::EVENT_TYPE_UNKNOWN;
   bool with_peer = false;
