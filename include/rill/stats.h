@@ -72,10 +72,11 @@ struct CallEvent {
   bool client = false;
   Clock::time_point time;
 
-  // kBegin and the request headers (server kInHeaders, client kOutHeaders).
+  // Every event: the call's method ("/package.Service/Method") and :authority.
   std::string_view method;
   std::string_view authority;
-  // The peer's address ("ipv4:1.2.3.4:5", "ipv6:[::1]:5", "unix:/path"); empty on a client
+  // kBegin and the request headers (server kInHeaders, client kOutHeaders):
+  // the peer's address ("ipv4:1.2.3.4:5", "ipv6:[::1]:5", "unix:/path"); empty on a client
   // call that has no connection yet.
   std::string_view peer;
   // The request's timeout as sent or received; negative: none.

@@ -203,11 +203,11 @@ void CallStats::Deliver(Pending& pending) {
       }
     }
   }
+  event.method = method_;
+  event.authority = authority_;
   if (event.type == CallEventType::kBegin ||
       (client_ == (event.type == CallEventType::kOutHeaders) &&
        (event.type == CallEventType::kOutHeaders || event.type == CallEventType::kInHeaders))) {
-    event.method = method_;
-    event.authority = authority_;
     event.peer = peer_;
     event.timeout = timeout_;
   }
