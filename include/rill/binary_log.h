@@ -21,8 +21,8 @@
 //
 // Entries are built on the call's reactor and queued to a writer thread of the log's own. The
 // queue is bounded: when it is full an entry is dropped and counted (dropped()); a call never
-// waits for the log. A logged message refers to the call's pooled buffers (no copy) until the
-// writer has written it.
+// waits for the log. A logged message larger than 1 KiB refers to the call's pooled buffers (no
+// copy) until the writer has written it; a smaller one is copied (cheaper than sharing it).
 //
 // Thread safety: thread-safe.
 #ifndef RILL_BINARY_LOG_H_
@@ -66,7 +66,7 @@ class BinaryLogFilter {
 
 struct BinaryLogOptions {
   std::string filter = "*";
-  // Entries waiting for the writer at most; more are dropped.
+  // Entries waiting for the writer at most (twice this many slots are kept); more are dropped.
   size_t queue_capacity = 16384;
 };
 

@@ -256,61 +256,50 @@ BinaryLogFilter::Limits BinaryLogFilter::For(std::string_view method) const {
 }
 
 struct BinaryLog::Impl {
-  struct Entry {
-    Buffer head;          // length prefix and the entry up to its message data
-    BufferSlice payload;  // the message data (views of the call's buffers)
+  // One queued entry. Slots are reused: `head` keeps its capacity, so a steady stream of
+  // entries allocates nothing.
+  struct Slot {
+    std::string head;     // length prefix and the entry up to (or with) its message data
+    BufferSlice payload;  // message data too large to copy: views of the call's buffers
   };
+  // Message data up to this size is copied into the head: referencing tiny buffers costs more
+  // than copying them, and would hand the call's small blocks to the writer thread.
+  static constexpr size_t kCopyMax = kSmallBufferMax;
 
   BinaryLogFilter filter;
   int fd = -1;
-  BufferPool* pool = nullptr;
+  size_t capacity = 0;
   std::atomic<uint64_t> next_call_id{1};
 
   std::mutex mu;
   std::condition_variable wake;     // the writer: entries, or stop
   std::condition_variable written;  // Flush(): the writer wrote a batch
-  std::vector<Entry> ring;          // capacity fixed at creation
-  size_t ring_head = 0;
-  size_t ring_count = 0;
-  uint64_t accepted = 0;            // entries queued so far
-  uint64_t done = 0;                // entries written (or failed) so far
+  // Producers fill `filling` (slots [0, filled)); the writer swaps it with `writing`.
+  std::vector<Slot> filling;
+  size_t filled = 0;
+  uint64_t accepted = 0;  // entries queued so far
+  uint64_t done = 0;      // entries written (or failed) so far
   bool stopping = false;
   std::atomic<uint64_t> written_count{0};
   std::atomic<uint64_t> dropped_count{0};
   std::thread writer;
 
-  void Enqueue(Entry entry) {
-    {
-      std::lock_guard lock(mu);
-      if (ring_count == ring.size()) {
-        dropped_count.fetch_add(1, std::memory_order_relaxed);
-        return;  // `entry` releases its buffers here
-      }
-      ring[(ring_head + ring_count) % ring.size()] = std::move(entry);
-      ++ring_count;
-      ++accepted;
-    }
-    wake.notify_one();
-  }
-
   void WriterLoop() {
-    std::vector<Entry> batch;
-    batch.reserve(ring.size());
+    std::vector<Slot> writing(capacity);
     std::vector<iovec> iov;
     for (;;) {
+      size_t n;
       {
         std::unique_lock lock(mu);
-        wake.wait(lock, [&] { return ring_count > 0 || stopping; });
-        if (ring_count == 0) return;
-        while (ring_count > 0) {
-          batch.push_back(std::move(ring[ring_head]));
-          ring_head = (ring_head + 1) % ring.size();
-          --ring_count;
-        }
+        wake.wait(lock, [&] { return filled > 0 || stopping; });
+        if (filled == 0) return;
+        std::swap(filling, writing);
+        n = std::exchange(filled, 0);
       }
-      for (const Entry& entry : batch) {
-        iov.push_back(entry.head.AsIovec());
-        for (const Buffer& piece : entry.payload) iov.push_back(piece.AsIovec());
+      for (size_t i = 0; i < n; ++i) {
+        const Slot& slot = writing[i];
+        iov.push_back({const_cast<char*>(slot.head.data()), slot.head.size()});
+        for (const Buffer& piece : slot.payload) iov.push_back(piece.AsIovec());
         if (iov.size() >= IOV_MAX - BufferSlice::kInlineBuffers * 4) {
           WriteAll(iov);
           iov.clear();
@@ -318,8 +307,7 @@ struct BinaryLog::Impl {
       }
       WriteAll(iov);
       iov.clear();
-      const size_t n = batch.size();
-      batch.clear();  // the call buffers go back to their pools
+      for (size_t i = 0; i < n; ++i) writing[i].payload.Free();  // back to their pools
       written_count.fetch_add(n, std::memory_order_relaxed);
       {
         std::lock_guard lock(mu);
@@ -350,46 +338,60 @@ struct BinaryLog::Impl {
     }
   }
 
-  // Serializes `entry` (plus, for a message, its data as views) and queues it.
+  // Serializes `entry` (plus, for a message, its data) into a free slot and wakes the writer;
+  // with no free slot the entry is dropped and counted.
   void Log(const pb::GrpcLogEntry& entry, const CallEvent* message_event, uint32_t message_limit) {
-    size_t size = entry.ByteSizeLong();
+    const size_t entry_size = entry.ByteSizeLong();
+    size_t size = entry_size;
     size_t data_size = 0;
-    size_t message_field = 0;  // the bytes of field 8 in front of the data
+    size_t inner = 0;
     uint32_t length = 0;
     if (message_event != nullptr) {
       length = static_cast<uint32_t>(message_event->uncompressed_size);
       const size_t available =
           message_event->payload != nullptr ? message_event->payload->size() : 0;
       data_size = std::min<size_t>(available, message_limit);
-      size_t inner = 0;
       if (length != 0) inner += 1 + VarintSize(length);
       if (data_size != 0) inner += 1 + VarintSize(data_size) + data_size;
-      message_field = 1 + VarintSize(inner) + (inner - data_size);
-      size += message_field + data_size;
+      size += 1 + VarintSize(inner) + inner;
     }
-    Buffer head = Buffer::Allocate(VarintSize(size) + size - data_size, *pool);
-    std::byte* out = WriteVarint(size, head.mutable_data());
-    out = reinterpret_cast<std::byte*>(entry.SerializeWithCachedSizesToArray(
-        reinterpret_cast<uint8_t*>(out)));
-    BufferSlice data;
-    if (message_event != nullptr) {
-      size_t inner = 0;
-      if (length != 0) inner += 1 + VarintSize(length);
-      if (data_size != 0) inner += 1 + VarintSize(data_size) + data_size;
-      *out++ = std::byte{0x42};  // field 8 (message), length-delimited
-      out = WriteVarint(inner, out);
-      if (length != 0) {
-        *out++ = std::byte{0x08};  // field 1 (length), varint
-        out = WriteVarint(length, out);
+    const bool copy_data = data_size <= kCopyMax;
+    const size_t head_size = VarintSize(size) + size - (copy_data ? 0 : data_size);
+    bool wake_writer = false;
+    {
+      std::lock_guard lock(mu);
+      if (filled == filling.size()) {
+        dropped_count.fetch_add(1, std::memory_order_relaxed);
+        return;
       }
-      if (data_size != 0) {
-        *out++ = std::byte{0x12};  // field 2 (data), length-delimited
-        out = WriteVarint(data_size, out);
-        data = message_event->payload->Ref();
-        if (data.size() > data_size) data = data.TakeFront(data_size);
+      Slot& slot = filling[filled];
+      slot.head.resize(head_size);
+      auto* out = reinterpret_cast<std::byte*>(slot.head.data());
+      out = WriteVarint(size, out);
+      out = reinterpret_cast<std::byte*>(
+          entry.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(out)));
+      if (message_event != nullptr) {
+        *out++ = std::byte{0x42};  // field 8 (message), length-delimited
+        out = WriteVarint(inner, out);
+        if (length != 0) {
+          *out++ = std::byte{0x08};  // field 1 (length), varint
+          out = WriteVarint(length, out);
+        }
+        if (data_size != 0) {
+          *out++ = std::byte{0x12};  // field 2 (data), length-delimited
+          out = WriteVarint(data_size, out);
+          if (copy_data) {
+            message_event->payload->CopyTo(std::span(out, data_size));
+          } else {
+            slot.payload = message_event->payload->Ref();
+            if (slot.payload.size() > data_size) slot.payload = slot.payload.TakeFront(data_size);
+          }
+        }
       }
+      wake_writer = filled++ == 0;
+      ++accepted;
     }
-    Enqueue(Entry{std::move(head), std::move(data)});
+    if (wake_writer) wake.notify_one();
   }
 };
 
@@ -406,8 +408,8 @@ StatusOr<std::shared_ptr<BinaryLog>> BinaryLog::Create(std::string_view path,
   auto impl = std::make_unique<Impl>();
   impl->filter = std::move(*filter);
   impl->fd = fd;
-  impl->pool = &DefaultBufferPool();
-  impl->ring.resize(std::max<size_t>(options.queue_capacity, 1));
+  impl->capacity = std::max<size_t>(options.queue_capacity, 1);
+  impl->filling.resize(impl->capacity);
   Impl* raw = impl.get();
   impl->writer = std::thread([raw] { raw->WriterLoop(); });
   return std::shared_ptr<BinaryLog>(new BinaryLog(std::move(impl)));
