@@ -122,12 +122,13 @@ class ReadingStatsHandler final : public rill::StatsHandler {
     }
     if (event.metadata != nullptr) sum += event.metadata->size();
     if (event.status != nullptr) sum += static_cast<std::uint64_t>(event.status->code());
-    sum_.fetch_add(sum, std::memory_order_relaxed);
+    t_sum += sum;  // per thread, as a handler keeping per-call state in its tag would
   }
 
  private:
-  std::atomic<std::uint64_t> sum_{0};
+  static thread_local std::uint64_t t_sum;
 };
+thread_local std::uint64_t ReadingStatsHandler::t_sum = 0;
 
 // The CPUs this process may run on, in order.
 std::vector<int> AllowedCpus() {

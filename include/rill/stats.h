@@ -70,6 +70,8 @@ struct CallEvent {
 
   CallEventType type = CallEventType::kBegin;
   bool client = false;
+  // When the event was delivered: events raised together (in one HTTP/2 session step, or by
+  // one response going out) share one reading of the clock.
   Clock::time_point time;
 
   // Every event: the call's method ("/package.Service/Method") and :authority.

@@ -60,14 +60,19 @@ CallStats::Pending& CallStats::Add(CallEventType type) {
   Pending& pending = queue_.emplace_back();
   pending.event.type = type;
   pending.event.client = client_;
-  pending.event.time = CallEvent::Clock::now();
   return pending;
 }
 
 bool CallStats::Commit() {
   if (InsideHttp2Session()) return true;
-  Flush();
+  if (batch_depth_ == 0) Flush();
   return false;
+}
+
+CallStats::Batch::~Batch() {
+  if (--stats_.batch_depth_ == 0 && stats_.has_queued() && !InsideHttp2Session()) {
+    stats_.Flush();
+  }
 }
 
 void CallStats::Describe(std::string_view method, std::string_view authority,
@@ -82,7 +87,6 @@ CallStats::Pending& CallStats::AddOrHold(CallEventType type) {
   Pending& pending = held_.emplace_back();
   pending.event.type = type;
   pending.event.client = client_;
-  pending.event.time = CallEvent::Clock::now();
   return pending;
 }
 
@@ -97,8 +101,7 @@ bool CallStats::Begin(std::string_view peer) {
   if (began_ || ended_) return false;
   began_ = true;
   peer_.assign(peer);
-  Pending& pending = Add(CallEventType::kBegin);
-  begin_time_ = pending.event.time;
+  Add(CallEventType::kBegin);
   return Commit();
 }
 
@@ -171,7 +174,6 @@ bool CallStats::End(const Status& status) {
   Pending& pending = Add(CallEventType::kEnd);
   pending.status = status;
   CallEvent& event = pending.event;
-  event.begin_time = began_ ? begin_time_ : event.time;
   event.messages_sent = messages_sent_;
   event.messages_received = messages_received_;
   event.sent_compressed_bytes = sent_bytes_;
@@ -186,13 +188,19 @@ void CallStats::Flush() {
   }
   // A handler never runs inside a session step, so nothing is recorded while this loops; the
   // index still tolerates growth.
-  for (size_t i = 0; i < queue_.size(); ++i) Deliver(queue_[i]);
+  const CallEvent::Clock::time_point now = CallEvent::Clock::now();
+  for (size_t i = 0; i < queue_.size(); ++i) {
+    queue_[i].event.time = now;
+    Deliver(queue_[i]);
+  }
   queue_.clear();
 }
 
 void CallStats::Deliver(Pending& pending) {
   CallEvent& event = pending.event;
+  if (event.type == CallEventType::kEnd) event.begin_time = begin_time_;
   if (event.type == CallEventType::kBegin) {
+    begin_time_ = event.time;
     CallInfo info{.client = client_, .method = method_, .authority = authority_};
     tags_.assign(handlers_->size(), nullptr);
     for (size_t i = 0; i < handlers_->size(); ++i) {

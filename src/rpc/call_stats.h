@@ -70,8 +70,22 @@ class CallStats {
   bool Trailers(bool out, const Status& status, const Metadata* metadata, bool trailers_only);
   bool End(const Status& status);
 
-  // Delivers what is queued (outside a session step only).
+  // Delivers what is queued (outside a session step only). The events delivered together share
+  // one timestamp (one clock read per delivery, not per event).
   void Flush();
+
+  // Holds the events recorded in its scope back and delivers them together when it ends (a
+  // call's response headers, message and trailers, say).
+  class Batch {
+   public:
+    explicit Batch(CallStats& stats) : stats_(stats) { ++stats_.batch_depth_; }
+    ~Batch();
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+
+   private:
+    CallStats& stats_;
+  };
   [[nodiscard]] bool has_queued() const noexcept { return !queue_.empty(); }
 
  private:
@@ -93,6 +107,7 @@ class CallStats {
   bool began_ = false;
   bool ended_ = false;
   bool hold_messages_ = false;  // client, until the request headers are out
+  int batch_depth_ = 0;
   std::vector<void*> tags_;
   std::vector<Pending> queue_;
   std::vector<Pending> held_;
@@ -100,7 +115,7 @@ class CallStats {
   std::string authority_;
   std::string peer_;
   std::chrono::nanoseconds timeout_{-1};
-  CallEvent::Clock::time_point begin_time_;
+  CallEvent::Clock::time_point begin_time_;  // set when kBegin is delivered
   uint32_t messages_sent_ = 0;
   uint32_t messages_received_ = 0;
   uint64_t sent_bytes_ = 0;

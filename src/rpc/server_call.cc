@@ -404,6 +404,7 @@ Status ServerCall::StatusForHandlerException(const std::exception_ptr& error) {
 
 void ServerCall::FinishUnary(Status status) {
   RunInterceptorsEnd(status);
+  CallStats::Batch stats_batch(stats_);  // headers, message and trailers reported together
   if (phase_ == Phase::kFinished) {
     // Cancelled while the handler ran: nobody is listening any more.
     arena_.Reset();
@@ -616,11 +617,17 @@ void ServerCall::Flush() { transport_->connection().ScheduleFlush(); }
 
 void ServerCall::MaybeRelease() {
   if (released_ || !stream_closed_ || handler_running_ || queued_) return;
-  if (stats_.active() && !stats_.ended() &&
-      stats_.End(status_sent_ ? final_status_
-                              : Status(StatusCode::kCancelled, "call cancelled"))) {
-    Defer(kDeferredStats);  // inside the session step: released once the end was delivered
-    return;
+  if (stats_.active()) {
+    if (!stats_.ended()) {
+      stats_.End(status_sent_ ? final_status_ : Status(StatusCode::kCancelled, "call cancelled"));
+    }
+    if (stats_.has_queued()) {
+      if (InsideHttp2Session()) {
+        Defer(kDeferredStats);  // released once the end was delivered, after the step
+        return;
+      }
+      stats_.Flush();  // also inside a Batch: nothing may be reported after the release
+    }
   }
   released_ = true;
   transport_->ReleaseCall(this);
@@ -655,6 +662,7 @@ void ServerCall::RunStream() {
 
 void ServerCall::FinishStream(Status status) {
   RunInterceptorsEnd(status);
+  CallStats::Batch stats_batch(stats_);
   inbound_.Clear();
   if (phase_ != Phase::kFinished) {
     if (!status.ok() || SendHeadersIfNeeded()) {
@@ -708,6 +716,7 @@ Awaitable<bool> ServerCall::WriteOutgoing(OutgoingMessage message, WriteOptions 
     Fail(200, std::move(status));
     co_return false;
   }
+  CallStats::Batch stats_batch(stats_);  // headers and message reported together
   if (!SendHeadersIfNeeded()) {
     Fail(200, Status(StatusCode::kInternal, "invalid response metadata"));
     co_return false;
