@@ -28,6 +28,7 @@
 #include <string>
 #include <string_view>
 
+#include "fuzz/http2_fuzz_support.h"
 #include "rill/detail/check.h"
 #include "rill/mem/buffer.h"
 #include "rill/mem/buffer_pool.h"
@@ -230,45 +231,6 @@ class FuzzHandler final : public Http2Handler {
   uint64_t checksum_ = 0;
 };
 
-// Sizes of successive read blocks.
-class Splitter {
- public:
-  Splitter(uint8_t mode, uint8_t seed) : mode_(mode), state_(seed | 1u) {}
-  size_t Next(size_t remaining) {
-    static constexpr size_t kFixed[] = {0, 1, 9, 64, 1000, 4096, 16384 + 9};
-    size_t n = 0;
-    if (mode_ < std::size(kFixed)) {
-      n = kFixed[mode_] == 0 ? remaining : kFixed[mode_];
-    } else {
-      state_ = state_ * 1103515245u + 12345u;
-      n = 1 + (state_ >> 16) % 2048;
-    }
-    return std::min(n, remaining);
-  }
-
- private:
-  uint8_t mode_;
-  uint32_t state_;
-};
-
-// Writes out everything the session has to send, reading every byte like a socket would.
-bool Drain(Http2Session& session, OutputBatch& batch, uint64_t& checksum) {
-  for (int round = 0; round < 64; ++round) {
-    const Status status = session.FillBatch(batch);
-    size_t total = 0;
-    for (const iovec& iov : batch.iovecs()) {
-      const auto* p = static_cast<const uint8_t*>(iov.iov_base);
-      for (size_t i = 0; i < iov.iov_len; ++i) checksum += p[i];
-      total += iov.iov_len;
-    }
-    RILL_CHECK_MSG(total == batch.bytes(), "OutputBatch iovecs disagree with bytes()");
-    const bool wrote = !batch.empty();
-    batch.Consume(batch.bytes());
-    if (!status.ok()) return false;
-    if (!wrote || !session.WantsWrite()) return true;
-  }
-  return true;
-}
 
 void Run(const uint8_t* data, size_t size) {
   if (size < 2) return;
@@ -307,7 +269,7 @@ void Run(const uint8_t* data, size_t size) {
       offset += n;
       const Status status = session.Receive(std::move(block));
       if (block_index == 0 && (options & 2)) session.SubmitPing(0x0123456789abcdefULL);
-      if (block_index == 1 && (options & 4)) session.SubmitShutdownNotice();
+      if (block_index == 1 && (options & 4)) session.SubmitShutdownNotice(0x0123456789abcdefULL);
       if ((options & 8) && !goaway_sent && offset >= input.size() / 2) {
         goaway_sent = true;
         session.SubmitGoaway(kHttp2NoError, "bye");

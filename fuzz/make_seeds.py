@@ -4,6 +4,12 @@
 wire_format_fuzzer: header values, valid and not (timeouts, grpc-message, base64, keys, paths,
 content types).
 
+http2_client_fuzzer: byte streams a gRPC server sends (responses, trailers-only, resets, GOAWAY).
+
+inbound_queue_fuzzer: DATA payloads of gRPC messages (length-prefixed framing).
+
+decompress_fuzzer: gzip, deflate and zstd messages, whole, tight against the limit, bombs.
+
 http2_server_fuzzer: byte streams a gRPC client sends (RFC 9113 frames, header blocks in HPACK
 (RFC 7541) literal-without-indexing form, so no table state is needed), each prefixed with the
 fuzzer's two control bytes (see http2_server_fuzzer.cc).
@@ -175,6 +181,92 @@ def wire_format_seeds():
     return {name: v.encode() for name, v in values.items()}
 
 
+def http2_client_seeds():
+    """Byte streams a gRPC server sends to a client with streams 1, 3, 5... open, each prefixed
+    with the client fuzzer's two control bytes (see http2_client_fuzzer.cc)."""
+    server_start = settings((0x3, 100), (0x4, 65535)) + settings(ack=True)
+    ok_headers = [(":status", "200"), ("content-type", "application/grpc")]
+    def trailers(status, message=None):
+        fields = [("grpc-status", str(status))]
+        if message:
+            fields.append(("grpc-message", message))
+        return fields
+    def response(stream_id, payload=b"\x08\x01", status=0):
+        return (headers(stream_id, ok_headers) + data(stream_id, grpc_message(payload))
+                + headers(stream_id, trailers(status), end_stream=True))
+    seeds = {
+        "unary_ok": server_start + response(1),
+        "three_responses": server_start + response(1) + response(3, b"x" * 3000) + response(5, status=5),
+        "trailers_only": server_start + headers(1, ok_headers + trailers(12, "unknown%20method"),
+                                                end_stream=True),
+        "reset_and_goaway": server_start + frame(RST_STREAM, 0, 1, struct.pack(">I", 7))
+        + frame(GOAWAY, 0, 0, struct.pack(">II", 1, 0) + b"bye") + response(1),
+        "ping_window_update": server_start + frame(PING, 0, 0, b"12345678")
+        + frame(WINDOW_UPDATE, 0, 0, struct.pack(">I", 1 << 20))
+        + frame(WINDOW_UPDATE, 0, 1, struct.pack(">I", 4096)) + response(1),
+        "http_error": server_start + headers(1, [(":status", "503"), ("content-type", "text/plain")])
+        + data(1, b"unavailable", end_stream=True),
+        "shutdown_notice": server_start + frame(GOAWAY, 0, 0, struct.pack(">II", 0x7fffffff, 0))
+        + frame(PING, 0, 0, b"shutdown") + response(1)
+        + frame(GOAWAY, 0, 0, struct.pack(">II", 1, 0)),
+    }
+    out = {}
+    for name, stream in seeds.items():
+        # Three requests, whole input, bodies finished at once.
+        out[name] = bytes([0x02, 0x10]) + stream
+        # One request, 9-byte reads, cancel the first stream, bodies finished after block one,
+        # one more request halfway.
+        out[name + "_chunked"] = bytes([0x00 | (2 << 3) | 0x40 | 0x80, 0x03]) + stream
+    return out
+
+
+def inbound_queue_seeds():
+    """DATA payloads as clients send them, with the fuzzer's two control bytes (see
+    inbound_queue_fuzzer.cc): limit 2^22-1, and 2^10-1 for the oversized case."""
+    big = 22
+    def framed(*messages, compressed=False):
+        return b"".join((b"\x01" if compressed else b"\x00") + struct.pack(">I", len(m)) + m
+                        for m in messages)
+    return {
+        "one_message": bytes([big, 1]) + framed(b"\x08\x96\x01"),
+        "empty_message": bytes([big | 0x20, 2]) + framed(b""),
+        "several": bytes([big, 3]) + framed(b"a" * 10, b"", b"b" * 300, b"c"),
+        "compressed_flag": bytes([big, 4]) + framed(b"xyz", compressed=True),
+        "partial_at_end": bytes([big, 5]) + framed(b"done") + b"\x00\x00\x00\x10ab",
+        "bad_flag": bytes([big, 6]) + framed(b"ok") + b"\x02\x00\x00\x00\x01z",
+        "too_large": bytes([10, 7]) + framed(b"x" * 1000) + framed(b"y" * 2000),
+        "large_body": bytes([big | 0x20, 8]) + framed(bytes(range(256)) * 64),
+    }
+
+
+def decompress_seeds():
+    """Compressed messages as peers send them, with the fuzzer's three control bytes (see
+    decompress_fuzzer.cc). zstd seeds come from the zstd command-line tool."""
+    import subprocess
+    import zlib
+    text = b"gRPC message payload " * 40
+    binary = bytes(range(256)) * 4
+    def gzip(data):
+        c = zlib.compressobj(6, zlib.DEFLATED, 31)
+        return c.compress(data) + c.flush()
+    def zstd(data):
+        return subprocess.run(["zstd", "-q", "-c", "-3"], input=data, check=True,
+                              stdout=subprocess.PIPE).stdout
+    seeds = {}
+    for codec, (index, compress) in {"gzip": (0, gzip), "deflate": (1, zlib.compress),
+                                     "zstd": (2, zstd)}.items():
+        for name, data in {"text": text, "binary": binary, "empty": b""}.items():
+            blob = compress(data)
+            seeds[f"{codec}_{name}"] = bytes([index | (5 << 2)]) + struct.pack(">H", 0xffff) + blob
+            seeds[f"{codec}_{name}_tight"] = bytes([index | (9 << 2)]) + struct.pack(
+                ">H", max(len(data) - 1, 0)) + blob
+    # A bomb: 60 KiB of zeros compressed to a few dozen bytes, against a 1 KiB limit.
+    seeds["gzip_bomb"] = bytes([0]) + struct.pack(">H", 1024) + gzip(bytes(60000))
+    seeds["gzip_two_members"] = bytes([0]) + struct.pack(">H", 0xffff) + gzip(b"one") + gzip(b"two")
+    seeds["gzip_truncated"] = bytes([0]) + struct.pack(">H", 0xffff) + gzip(text)[:-9]
+    return seeds
+
+
 def write(corpus, seeds):
     directory = os.path.join(HERE, "corpus", corpus)
     os.makedirs(directory, exist_ok=True)
@@ -186,6 +278,9 @@ def write(corpus, seeds):
 def main():
     write("wire_format_fuzzer", wire_format_seeds())
     write("http2_server_fuzzer", http2_seeds())
+    write("http2_client_fuzzer", http2_client_seeds())
+    write("inbound_queue_fuzzer", inbound_queue_seeds())
+    write("decompress_fuzzer", decompress_seeds())
 
 
 if __name__ == "__main__":

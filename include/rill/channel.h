@@ -3,6 +3,10 @@
 //   auto channel = rill::Channel::Create("localhost:50051");
 //   helloworld::Greeter::Stub stub(channel);
 //
+//   // TLS (rill/credentials.h): the server's certificate must be valid for "localhost".
+//   auto creds = rill::ChannelCredentials::Tls({.root_certificates = ca_pem});
+//   auto secure = rill::Channel::Create("localhost:50443", *creds);
+//
 // Targets: "host:port", "[v6addr]:port", "unix:/path/to.sock" (also "unix:///abs/path").
 // The channel connects lazily at the first call and reconnects with exponential backoff
 // (1 s initial, ×1.6, jitter 0.2, at most 120 s) when the connection breaks. Calls made while no
@@ -33,6 +37,8 @@
 namespace rill {
 
 class BufferPool;
+class CallCredentials;
+class ChannelCredentials;
 class ClientInterceptor;
 class Compressor;
 class StatsHandler;
@@ -94,6 +100,10 @@ struct ChannelOptions {
   // Request messages smaller than this are sent uncompressed even when the call compresses.
   size_t min_compress_size = 0;
 
+  // Metadata added to every call by a plugin (rill/call_credentials.h); a context's own
+  // credentials replace them for its call.
+  std::shared_ptr<CallCredentials> call_credentials;
+
   // Run in order for every call; the first is the outermost.
   std::vector<std::shared_ptr<ClientInterceptor>> interceptors;
 
@@ -108,6 +118,13 @@ class Channel {
   // Never fails for a well-formed target; a malformed one gives INVALID_ARGUMENT.
   static StatusOr<std::shared_ptr<Channel>> Create(std::string_view target,
                                                    ChannelOptions options = {});
+  // With credentials: ChannelCredentials::Tls() connects over TLS (calls use :scheme https),
+  // Insecure() (or null) over plaintext. A TLS handshake that fails (the server's certificate
+  // does not verify, say) is a failed connection attempt: calls fail with UNAVAILABLE and the
+  // reason, or wait with wait_for_ready.
+  static StatusOr<std::shared_ptr<Channel>> Create(
+      std::string_view target, std::shared_ptr<ChannelCredentials> credentials,
+      ChannelOptions options = {});
   ~Channel();
   Channel(const Channel&) = delete;
   Channel& operator=(const Channel&) = delete;

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -24,6 +25,7 @@
 #include "rill/metadata.h"
 
 namespace rill {
+class CallCredentials;
 namespace internal {
 class ClientCall;
 }  // namespace internal
@@ -72,6 +74,14 @@ class ClientContext {
   // The peer's address once connected, e.g. "ipv4:127.0.0.1:50051".
   [[nodiscard]] std::string_view peer() const noexcept { return peer_; }
 
+  // Call credentials for this call (rill/call_credentials.h), instead of the channel's.
+  void set_credentials(std::shared_ptr<CallCredentials> credentials) {
+    credentials_ = std::move(credentials);
+  }
+  [[nodiscard]] const std::shared_ptr<CallCredentials>& credentials() const noexcept {
+    return credentials_;
+  }
+
   // Makes the context reusable for another call (metadata, deadline and results cleared;
   // capacity kept).
   void Reset();
@@ -86,6 +96,7 @@ class ClientContext {
   std::string authority_;
   std::string peer_;
   std::string compression_;
+  std::shared_ptr<CallCredentials> credentials_;
   bool response_compressed_ = false;
 
   std::mutex mu_;  // guards call_ and cancelled_ against TryCancel() from other threads

@@ -9,6 +9,9 @@
 //   if (!server.ok()) return Fail(server.status());
 //   (*server)->Wait();                       // until Shutdown() from another thread
 //
+// A TLS port: AddListeningPort("0.0.0.0:50443", tls_credentials, &port) (rill/credentials.h);
+// plaintext and TLS ports may be mixed on one server.
+//
 // Addresses: "host:port", "[::]:port", "0.0.0.0:0" (port 0 picks a free port, reported through
 // `selected_port`), "unix:/path/to.sock".
 //
@@ -30,6 +33,7 @@ namespace rill {
 
 class BufferPool;
 class Compressor;
+class ServerCredentials;
 class ReactorPool;
 class Service;
 class ServerInterceptor;
@@ -154,6 +158,11 @@ class ServerBuilder {
 
   // `selected_port`, if given, receives the bound port once Build() succeeded.
   ServerBuilder& AddListeningPort(std::string_view address, int* selected_port = nullptr);
+  // A port with the given credentials (ServerCredentials::Tls for TLS). The server keeps them;
+  // a Reload() on them applies to every handshake that begins afterwards.
+  ServerBuilder& AddListeningPort(std::string_view address,
+                                  std::shared_ptr<ServerCredentials> credentials,
+                                  int* selected_port = nullptr);
   // The service must outlive the server.
   ServerBuilder& RegisterService(Service* service);
   ServerBuilder& AddInterceptor(std::shared_ptr<ServerInterceptor> interceptor);

@@ -26,6 +26,7 @@
 #include <string>
 #include <string_view>
 
+#include "rill/credentials.h"
 #include "rill/metadata.h"
 #include "rill/status.h"
 
@@ -84,6 +85,10 @@ class ServerContext {
   [[nodiscard]] std::string_view authority() const noexcept { return authority_; }
   // The peer's address, e.g. "ipv4:127.0.0.1:53012", "ipv6:[::1]:53012" or "unix:/path".
   [[nodiscard]] std::string_view peer() const noexcept;
+  // The connection's security: TLS version, cipher and the client's verified certificate
+  // (subject, subjectAltNames), for authorization in handlers and interceptors. `secure` is
+  // false on a plaintext port.
+  [[nodiscard]] const PeerIdentity& peer_identity() const noexcept;
 
   // The grpc-encoding of the request ("" when it sent none).
   [[nodiscard]] std::string_view request_encoding() const noexcept { return request_encoding_; }

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -120,6 +121,10 @@ class ThreadDecompressionContext {
   int window_log_max_ = 0;
 };
 
+// The longest zstd frame header (RFC 8878 3.1.1: magic number, descriptor, window, dictionary
+// id, content size).
+constexpr size_t kMaxFrameHeaderSize = 18;
+
 ThreadCompressionContext& CompressionContext() {
   thread_local ThreadCompressionContext context;
   return context;
@@ -183,11 +188,20 @@ Status ZstdCompressorImpl::Decompress(const BufferSlice& input, BufferPool& pool
   // (RFC 8878 3), skippable ones included; bytes that do not start a frame fail the magic
   // number check.
   bool frame_done = false;
+  // zstd checks a frame's declared content size against what it decoded only when the whole
+  // frame arrives in one piece; so that the outcome does not depend on how the message was cut,
+  // each frame's header is kept (its first bytes) and the size checked here.
+  std::byte header[kMaxFrameHeaderSize];
+  size_t header_size = 0;
+  uint64_t frame_output = 0;
   while (true) {
     if (in.pos == in.size) {
       const std::span<const std::byte> piece = pieces.Next();
       in = ZSTD_inBuffer{piece.data(), piece.size(), 0};
       if (piece.empty() && frame_done) break;
+      const size_t n = std::min(sizeof(header) - header_size, piece.size());
+      if (n > 0) std::memcpy(header + header_size, piece.data(), n);
+      header_size += n;
     }
     const std::span<std::byte> space = output.Space();
     ZSTD_outBuffer o{space.data(), space.size(), 0};
@@ -202,7 +216,23 @@ Status ZstdCompressorImpl::Decompress(const BufferSlice& input, BufferPool& pool
       return ZstdError("corrupt compressed data", rc);
     }
     if (!output.Commit(o.pos)) return output.LimitStatus();
+    frame_output += o.pos;
     frame_done = rc == 0;
+    if (frame_done) {
+      const unsigned long long declared = ZSTD_getFrameContentSize(header, header_size);
+      if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != ZSTD_CONTENTSIZE_ERROR &&
+          declared != frame_output) {
+        return Status(StatusCode::kInternal,
+                      "zstd: corrupt compressed data (a frame's content differs from its "
+                      "declared size)");
+      }
+      // The next frame starts where this one ended.
+      header_size = std::min(sizeof(header), in.size - in.pos);
+      if (header_size > 0) {
+        std::memcpy(header, static_cast<const std::byte*>(in.src) + in.pos, header_size);
+      }
+      frame_output = 0;
+    }
     // zstd stops with output space left only when it needs more input.
     if (!frame_done && o.pos < o.size && in.pos == in.size && pieces.AtEnd()) {
       return Status(StatusCode::kInternal, "zstd: compressed data ends before the end of a frame");

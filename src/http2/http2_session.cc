@@ -83,6 +83,83 @@ struct Http2Session::Callbacks {
     return self->cached_stream_data_;
   }
 
+  // Sees every frame header before nghttp2 acts on the frame, including frames nghttp2 then
+  // ignores silently (a WINDOW_UPDATE on a closed stream, say): the place to count noise per
+  // frame and to check what nghttp2 leaves unchecked.
+  // Returned once the glitch budget is spent: nghttp2 stops reading at that very frame, and
+  // the GOAWAY(ENHANCE_YOUR_CALM) Glitch() queued explains the close.
+  static constexpr int kStopReceiving = NGHTTP2_ERR_CALLBACK_FAILURE;
+
+  static int OnBeginFrame(nghttp2_session* session, const nghttp2_frame_hd* hd, void* user_data) {
+    Http2Session* self = Self(user_data);
+    switch (hd->type) {
+      case NGHTTP2_HEADERS:
+        if (self->server_ && hd->stream_id > 0 && hd->stream_id % 2 == 1) {
+          if (hd->stream_id < self->highest_peer_stream_id_ &&
+              nghttp2_session_find_stream(session, hd->stream_id) == nullptr) {
+            // RFC 9113 §5.1.1: a new stream's identifier must exceed every one the client used
+            // before; an unexpected identifier is a connection error of type PROTOCOL_ERROR.
+            // nghttp2 ignores such a HEADERS frame when it knows nothing of the id. rill knows
+            // the streams still open and the most recent closed ones (see the constructor);
+            // an id below the highest that is neither can only be reused or skipped, since a
+            // gRPC client sends one HEADERS frame per stream when it opens it (a header block
+            // of trailers from a client comes with the stream still known).
+            self->pending_error_ = {kHttp2ProtocolError, "stream id lower than a previous one"};
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+          }
+          if (hd->stream_id > self->highest_peer_stream_id_) {
+            self->highest_peer_stream_id_ = hd->stream_id;
+            // A new stream may draw a WINDOW_UPDATE or two of its own.
+            self->window_update_credit_ =
+                std::min<uint64_t>(self->window_update_credit_ + 2, kMaxWindowUpdateCredit);
+          }
+        }
+        break;
+      case NGHTTP2_PING:
+        // Control frames cost a reply or work and carry nothing: each that serves no purpose
+        // is noise against the glitch budget (RFC 9113 §10.5: an endpoint may limit the
+        // frames it processes and end the connection with ENHANCE_YOUR_CALM). A PING is
+        // useful when something was sent since the previous one (keepalive and BDP pings
+        // follow traffic); ACKs answer our own PINGs.
+        if ((hd->flags & NGHTTP2_FLAG_ACK) == 0) {
+          if (self->counters_.headers_data_sent == self->sends_at_last_ping_ && !self->Glitch()) {
+            return kStopReceiving;
+          }
+          self->sends_at_last_ping_ = self->counters_.headers_data_sent;
+        }
+        break;
+      case NGHTTP2_SETTINGS:
+        // The first SETTINGS is the preface; a peer changes its settings rarely after that.
+        if ((hd->flags & NGHTTP2_FLAG_ACK) == 0 && self->settings_received_++ > 0) {
+          if (!self->Glitch()) return kStopReceiving;
+        }
+        break;
+      case NGHTTP2_WINDOW_UPDATE:
+        // A WINDOW_UPDATE is useful after DATA we sent (or for a new stream); beyond two per
+        // such frame it is noise.
+        if (self->window_update_credit_ > 0) {
+          --self->window_update_credit_;
+        } else {
+          if (!self->Glitch()) return kStopReceiving;
+        }
+        break;
+      case NGHTTP2_PRIORITY:
+        // gRPC does not use stream priorities (RFC 9113 §5.3.2 deprecates the scheme).
+        if (!self->Glitch()) return kStopReceiving;
+        break;
+      case NGHTTP2_DATA:
+      case NGHTTP2_RST_STREAM:  // resets are not abuse (see OnFrameRecv)
+      case NGHTTP2_CONTINUATION:
+      case NGHTTP2_GOAWAY:
+        break;
+      default:
+        // Frames of unknown types are ignored (RFC 9113 §5.5), which costs a read all the same.
+        if (!self->Glitch()) return kStopReceiving;
+        break;
+    }
+    return 0;
+  }
+
   static int OnBeginHeaders(nghttp2_session* session, const nghttp2_frame* frame,
                             void* user_data) {
     Http2Session* self = Self(user_data);
@@ -190,6 +267,10 @@ struct Http2Session::Callbacks {
     }
     void* stream = StreamData(self, stream_id);
     self->cached_stream_id_ = 0;  // the stream is gone
+    // nghttp2 may keep the closed stream (see the constructor) with its user data: clear it,
+    // so that nothing can hand out the pointer after the layer above freed what it names.
+    nghttp2_session_set_stream_user_data(session, stream_id, nullptr);
+    std::erase(self->no_reset_after_end_, stream_id);
     self->handler_->OnStreamClose(stream_id, stream, error_code);
     return 0;
   }
@@ -207,11 +288,17 @@ struct Http2Session::Callbacks {
     if (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) {
       ++self->counters_.headers_data_sent;
     }
+    if (frame->hd.type == NGHTTP2_DATA) {
+      self->window_update_credit_ =
+          std::min<uint64_t>(self->window_update_credit_ + 2, kMaxWindowUpdateCredit);
+    }
     // A server that ends its response before the client half-closed tells the client to stop
     // sending (PROTOCOL-HTTP2: RST_STREAM with NO_ERROR after the trailers).
     if (self->server_ && (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) != 0 &&
         (frame->hd.type == NGHTTP2_HEADERS || frame->hd.type == NGHTTP2_DATA) &&
-        nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id) == 0) {
+        nghttp2_session_get_stream_remote_close(session, frame->hd.stream_id) == 0 &&
+        std::find(self->no_reset_after_end_.begin(), self->no_reset_after_end_.end(),
+                  frame->hd.stream_id) == self->no_reset_after_end_.end()) {
       nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, frame->hd.stream_id,
                                 NGHTTP2_NO_ERROR);
     }
@@ -282,6 +369,7 @@ Http2Session::Http2Session(const Http2Options& options, Http2Handler* handler, B
       glitch_tokens_(options.glitch_burst) {
   nghttp2_session_callbacks* cbs = nullptr;
   RILL_CHECK(nghttp2_session_callbacks_new(&cbs) == 0);
+  nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, Callbacks::OnBeginFrame);
   nghttp2_session_callbacks_set_on_begin_headers_callback(cbs, Callbacks::OnBeginHeaders);
   nghttp2_session_callbacks_set_on_header_callback2(cbs, Callbacks::OnHeader);
   nghttp2_session_callbacks_set_on_frame_recv_callback(cbs, Callbacks::OnFrameRecv);
@@ -294,14 +382,20 @@ Http2Session::Http2Session(const Http2Options& options, Http2Handler* handler, B
   nghttp2_option* opt = nullptr;
   RILL_CHECK(nghttp2_option_new(&opt) == 0);
   nghttp2_option_set_no_auto_window_update(opt, 1);
-  nghttp2_option_set_no_closed_streams(opt, 1);
+  // Closed streams are remembered (nghttp2 keeps at most MAX_CONCURRENT_STREAMS of them, less
+  // the open ones: a few hundred bytes each), so that frames on them draw the errors of RFC
+  // 9113 §5.1: DATA or HEADERS after the peer's END_STREAM or RST_STREAM is STREAM_CLOSED,
+  // while frames still in flight after our own RST_STREAM are ignored.
   nghttp2_option_set_max_outbound_ack(opt, 1000);
   nghttp2_option_set_max_settings(opt, 32);
   // No limit on the rate of resets: a client cancelling many calls is no attacker. What resets
   // could make the server do is bounded above (a reset stream's handler keeps its slot until
   // it returned) and by the glitch budget.
   nghttp2_option_set_stream_reset_rate_limit(opt, UINT64_MAX / 2, UINT64_MAX / 2);
-  nghttp2_option_set_max_continuations(opt, 8);
+  // Header blocks up to ~4 MiB (at 16 KiB frames) are decoded, so that HPACK state stays in
+  // step, and fail only their stream when past the advertised list size; a longer one is a
+  // CONTINUATION flood and ends the connection with GOAWAY.
+  nghttp2_option_set_max_continuations(opt, 256);
   if (!server_) {
     // Until the server's SETTINGS arrive, assume grpc's customary 100 streams.
     nghttp2_option_set_peer_max_concurrent_streams(opt, 100);
@@ -342,7 +436,26 @@ Status Http2Session::Receive(Buffer block, std::chrono::steady_clock::time_point
       session_, reinterpret_cast<const uint8_t*>(block.data()), block.size());
   input_ = nullptr;
   if (rv < 0) {
-    return Status(StatusCode::kUnavailable, Nghttp2ErrorText(static_cast<int>(rv)));
+    // A connection error. nghttp2 queues a GOAWAY for most of them, not for all (a header
+    // block past the CONTINUATION limit, say): make sure one explains the close. Terminating
+    // is a no-op when nghttp2 already did.
+    const int error = static_cast<int>(rv);
+    int32_t last = server_ ? nghttp2_session_get_last_proc_stream_id(session_) : 0;
+    last = std::min(last, goaway_last_id_);
+    if (calmed_) return Status(StatusCode::kUnavailable, "too_many_glitches");
+    if (pending_error_) {
+      // A rule rill checks itself failed: GOAWAY with the code and reason, then close.
+      const auto [code, reason] = *pending_error_;
+      goaway_last_id_ = last;
+      nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, last, code,
+                            reinterpret_cast<const uint8_t*>(reason.data()), reason.size());
+      return Status(StatusCode::kUnavailable, std::string(reason));
+    }
+    const uint32_t code = error == NGHTTP2_ERR_FLOODED || error == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS
+                              ? kHttp2EnhanceYourCalm
+                              : kHttp2ProtocolError;
+    nghttp2_session_terminate_session2(session_, last, code);
+    return Status(StatusCode::kUnavailable, Nghttp2ErrorText(error));
   }
   return Status();
 }
@@ -389,6 +502,10 @@ void Http2Session::SubmitTrailersOnly(int32_t stream_id, const HeaderBlock& head
 void Http2Session::SubmitTrailers(int32_t stream_id, const HeaderBlock& trailers) {
   NvArray nva(trailers);
   nghttp2_submit_trailer(session_, stream_id, nva.data(), nva.size());
+}
+
+void Http2Session::KeepOpenAfterResponse(int32_t stream_id) {
+  no_reset_after_end_.push_back(stream_id);
 }
 
 void Http2Session::Resume(int32_t stream_id, OutboundStream* out) {

@@ -27,6 +27,8 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "rill/mem/buffer.h"
 #include "rill/mem/buffer_slice.h"
@@ -168,6 +170,10 @@ class Http2Session {
   // queued: for ending a stream early. Its OutboundStream must not be finished; nothing more
   // of it is sent.
   void SubmitTrailers(int32_t stream_id, const HeaderBlock& trailers);
+  // Server: the response of this stream, once complete, is not followed by RST_STREAM(NO_ERROR)
+  // while the request is still open (the default for gRPC calls, PROTOCOL-HTTP2): the stream
+  // stays half-closed until the client ends it, as for any HTTP/2 exchange (RFC 9113 §8.1).
+  void KeepOpenAfterResponse(int32_t stream_id);
   // Wakes the stream's data source after OutboundStream::Push() or Finish().
   void Resume(int32_t stream_id, OutboundStream* out);
   // RST_STREAM.
@@ -244,6 +250,16 @@ class Http2Session {
   bool calmed_ = false;
   bool settings_acked_ = false;
   int32_t goaway_last_id_ = INT32_MAX;  // lowest last stream id announced so far
+  int32_t highest_peer_stream_id_ = 0;  // highest stream id of a peer's HEADERS so far
+  // A connection error found by rill's own checks during Receive: code and GOAWAY debug text.
+  std::optional<std::pair<uint32_t, std::string_view>> pending_error_;
+  // Streams whose complete response is not followed by RST_STREAM (KeepOpenAfterResponse).
+  std::vector<int32_t> no_reset_after_end_;
+  // Control-frame accounting (see Callbacks::OnBeginFrame).
+  static constexpr uint64_t kMaxWindowUpdateCredit = 1 << 16;
+  uint64_t window_update_credit_ = 16;
+  uint64_t sends_at_last_ping_ = UINT64_MAX;
+  uint64_t settings_received_ = 0;
   std::optional<uint64_t> notice_ping_;  // sent once the shutdown notice is on the wire
   // The glitch budget.
   uint32_t glitch_burst_;

@@ -12,10 +12,16 @@ namespace rill {
 
 StatusOr<std::shared_ptr<Channel>> Channel::Create(std::string_view target,
                                                    ChannelOptions options) {
+  return Create(target, nullptr, std::move(options));
+}
+
+StatusOr<std::shared_ptr<Channel>> Channel::Create(
+    std::string_view target, std::shared_ptr<ChannelCredentials> credentials,
+    ChannelOptions options) {
   StatusOr<internal::Address> address = internal::ParseAddress(target);
   if (!address.ok()) return address.status();
   auto* impl = new internal::ChannelImpl(std::string(target), std::move(*address),
-                                         std::move(options));
+                                         std::move(options), std::move(credentials));
   return std::shared_ptr<Channel>(new Channel(impl));
 }
 

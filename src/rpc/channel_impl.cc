@@ -8,6 +8,7 @@
 #include "src/rpc/client_call.h"
 #include "src/rpc/client_transport.h"
 #include "src/rpc/codec.h"
+#include "src/transport/tls_context.h"
 
 namespace rill::internal {
 namespace {
@@ -24,19 +25,31 @@ asio::io_context& ReactorFor(const ChannelOptions& options, std::unique_ptr<Reac
 
 ChannelImpl::OwnedReactors::~OwnedReactors() { ReleaseReactorPool(std::move(pool)); }
 
-ChannelImpl::ChannelImpl(std::string target, Address address, ChannelOptions options)
+ChannelImpl::ChannelImpl(std::string target, Address address, ChannelOptions options,
+                         std::shared_ptr<ChannelCredentials> credentials)
     : target_(std::move(target)),
       address_(std::move(address)),
       options_(std::move(options)),
       io_context_(&ReactorFor(options_, owned_.pool)),
       pool_(options_.buffer_pool != nullptr ? options_.buffer_pool : &DefaultBufferPool()),
       compressors_(options_.compressors),
+      credentials_(std::move(credentials)),
       resolver_(*io_context_),
       connect_timer_(*io_context_),
       backoff_timer_(*io_context_),
       reactor_ref_(this) {
   keepalive_time_ = options_.keepalive_time;
-  authority_ = options_.authority.empty() ? address_.Authority() : options_.authority;
+  std::string_view name_override;
+  if (credentials_ != nullptr && credentials_->secure()) {
+    tls_ = CredentialsAccess::Context(*credentials_);
+    name_override = credentials_->server_name_override();
+    tls_verify_name_ = !name_override.empty()                  ? std::string(name_override)
+                       : address_.kind == Address::Kind::kUnix ? std::string("localhost")
+                                                               : address_.host;
+  }
+  authority_ = !options_.authority.empty() ? options_.authority
+               : !name_override.empty()    ? std::string(name_override)
+                                           : address_.Authority();
   user_agent_ = options_.user_agent_prefix.empty()
                     ? std::string(kRillUserAgent)
                     : options_.user_agent_prefix + " " + std::string(kRillUserAgent);
@@ -153,6 +166,10 @@ void ChannelImpl::OnCallDone(ClientCall* call) {
 }
 
 void ChannelImpl::Dispatch(ClientCall* call) {
+  if (call->NeedsCredentials() && state_ != State::kShutdown) {
+    call->ApplyCredentials();  // dispatches again once the plugin answered
+    return;
+  }
   switch (state_) {
     case State::kShutdown:
       call->Fail(Status(StatusCode::kCancelled, "channel closed"));
@@ -248,6 +265,13 @@ void ChannelImpl::OnConnected(asio::generic::stream_protocol::socket socket) {
   transports_.push_back(std::make_unique<ClientTransport>(*this, std::move(socket), gate_.Enter()));
   transport_ = transports_.back().get();
   transport_->Start();
+  // A TLS connection is ready once its handshake is done (OnTransportReady); until then calls
+  // keep waiting and a failure counts as a failed attempt (OnTransportDone).
+  if (!secure()) OnTransportReady(transport_);
+}
+
+void ChannelImpl::OnTransportReady(ClientTransport* transport) {
+  if (transport != transport_ || state_ != State::kConnecting) return;
   SetState(State::kReady);
   want_connection_ = false;
   current_backoff_ = std::chrono::milliseconds(0);
@@ -303,10 +327,12 @@ void ChannelImpl::OnTransportGoaway(ClientTransport* transport) {
   }
 }
 
-void ChannelImpl::OnTransportDone(ClientTransport* transport, const Status& /*reason*/) {
+void ChannelImpl::OnTransportDone(ClientTransport* transport, const Status& reason) {
   if (transport == transport_) {
     transport_ = nullptr;
     if (state_ == State::kReady) SetState(State::kIdle);
+    // The TLS handshake failed: a failed connection attempt.
+    if (state_ == State::kConnecting) OnConnectFailed(reason);
   }
   // Called from the transport's own callback: it is destroyed from a fresh handler.
   asio::post(*io_context_, [this, transport, holder = gate_.Enter()] {

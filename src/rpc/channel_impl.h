@@ -33,6 +33,7 @@
 
 #include "rill/channel.h"
 #include "rill/client_call.h"
+#include "rill/credentials.h"
 #include "rill/mem/buffer_pool.h"
 #include "rill/reactor_pool.h"
 #include "src/base/gate.h"
@@ -54,11 +55,13 @@ namespace rill::internal {
 
 class ClientCall;
 class ClientTransport;
+class TlsContext;
 
 class ChannelImpl : public RefCounted<ChannelImpl> {
  public:
   // The caller owns the first reference (RefPtr::Adopt).
-  ChannelImpl(std::string target, Address address, ChannelOptions options);
+  ChannelImpl(std::string target, Address address, ChannelOptions options,
+              std::shared_ptr<ChannelCredentials> credentials);
   ~ChannelImpl();
   void OnLastUnref() { delete this; }
 
@@ -67,6 +70,10 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
   [[nodiscard]] BufferPool& pool() const noexcept { return *pool_; }
   [[nodiscard]] asio::io_context& io_context() const noexcept { return *io_context_; }
   [[nodiscard]] const std::string& authority() const noexcept { return authority_; }
+  [[nodiscard]] bool secure() const noexcept { return tls_ != nullptr; }
+  [[nodiscard]] const std::shared_ptr<TlsContext>& tls() const noexcept { return tls_; }
+  // The name the server's certificate must be valid for.
+  [[nodiscard]] const std::string& tls_verify_name() const noexcept { return tls_verify_name_; }
   [[nodiscard]] const std::string& user_agent() const noexcept { return user_agent_; }
   [[nodiscard]] const CompressorSet& compressors() const noexcept { return compressors_; }
   [[nodiscard]] bool OnReactor() const noexcept { return ReactorPool::Current() == io_context_; }
@@ -101,6 +108,8 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
   // Routes an admitted call to the ready connection, or queues it until there is one.
   void Dispatch(ClientCall* call);
   void OnTransportGoaway(ClientTransport* transport);
+  // A TLS connection finished its handshake: calls may go to it.
+  void OnTransportReady(ClientTransport* transport);
   void OnTransportDone(ClientTransport* transport, const Status& reason);
   // The server said our keepalive pings come too often: halve their rate.
   void OnTooManyPings() { keepalive_time_ *= 2; }
@@ -136,6 +145,9 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
   std::string authority_;
   std::string user_agent_;
   CompressorSet compressors_;
+  std::shared_ptr<ChannelCredentials> credentials_;
+  std::shared_ptr<TlsContext> tls_;  // null: plaintext
+  std::string tls_verify_name_;
 
   // Published connectivity, for WaitForConnected().
   std::mutex state_mu_;

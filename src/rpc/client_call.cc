@@ -3,6 +3,7 @@
 #include <asio/post.hpp>
 #include <charconv>
 
+#include "rill/call_credentials.h"
 #include "rill/interceptor.h"
 #include "src/base/user_code.h"
 #include "src/rpc/call_headers.h"
@@ -30,6 +31,7 @@ void ClientContext::Reset() {
   authority_.clear();
   peer_.clear();
   compression_.clear();
+  credentials_.reset();
   response_compressed_ = false;
   cancelled_ = false;
 }
@@ -209,7 +211,7 @@ Status ClientCall::Prepare() {
   // Strings owned by the channel or generated code outlive the HEADERS frame: no copies.
   headers_.Clear();
   headers_.AddStatic(":method", "POST");
-  headers_.AddStatic(":scheme", "http");
+  headers_.AddStatic(":scheme", channel_.secure() ? "https" : "http");
   headers_.AddStatic(":path", method_->path);
   if (context_->authority().empty()) {
     headers_.AddStatic(":authority", channel_.authority());
@@ -236,9 +238,74 @@ Status ClientCall::Prepare() {
                         : std::chrono::nanoseconds(-1));
     if (is_stream_) stats_metadata_ = context_->metadata();
   }
+  call_credentials_ = context_->credentials() != nullptr ? context_->credentials()
+                                                         : channel_.options().call_credentials;
+  if (call_credentials_ != nullptr) {
+    credentials_authority_ =
+        context_->authority().empty() ? channel_.authority() : context_->authority();
+  }
   // The context's metadata is copied into the header block here: a stream's context need not
   // be touched again.
   return AppendMetadata(context_->metadata(), headers_, scratch_);
+}
+
+void ClientCall::ApplyCredentials() {
+  std::shared_ptr<CallCredentials> credentials = std::move(call_credentials_);
+  if (completed_) return;
+  if (!channel_.secure() && !credentials->allow_insecure()) {
+    Fail(Status(StatusCode::kUnauthenticated,
+                "call credentials are sent only on a secure (TLS) channel; this one is "
+                "plaintext (CallCredentials::allow_insecure() permits it)"));
+    return;
+  }
+  CallCredentialsInfo info;
+  info.authority = credentials_authority_;
+  info.method = method_->path;
+  const std::string_view path = method_->path;
+  info.service_url = "https://" + std::string(info.authority) +
+                     std::string(path.substr(0, path.rfind('/')));
+  info.secure = channel_.secure();
+  credentials_pending_ = true;
+  // Whatever thread the plugin answers on, the answer is handled on the reactor, in a handler
+  // of its own (never inside the plugin's call, nor inside the HTTP/2 session).
+  CallCredentials::Done done = [call = RefPtr<ClientCall>(this),
+                                generation = generation_](StatusOr<Metadata> metadata) {
+    asio::io_context& io = call->channel_.io_context();
+    asio::post(io, [call, generation, metadata = std::move(metadata)]() mutable {
+      call->OnCredentials(generation, std::move(metadata));
+    });
+  };
+  try {
+    credentials->GetMetadata(info, std::move(done));
+  } catch (...) {
+    LogUserException("CallCredentials::GetMetadata");
+    // A `done` the plugin may still call finds the call finished (or another call) and does
+    // nothing; the object stays alive through the reference it holds.
+    credentials_pending_ = false;
+    Fail(Status(StatusCode::kUnavailable, "the call credentials plugin threw (see the log)"));
+  }
+}
+
+void ClientCall::OnCredentials(uint64_t generation, StatusOr<Metadata> metadata) {
+  if (generation != generation_ || !credentials_pending_) return;
+  credentials_pending_ = false;
+  if (completed_) {
+    MaybeRelease();
+    return;
+  }
+  if (!metadata.ok()) {
+    const StatusCode code = metadata.status().code() == StatusCode::kUnauthenticated
+                                ? StatusCode::kUnauthenticated
+                                : StatusCode::kUnavailable;
+    Fail(Status(code, "call credentials failed: " + std::string(metadata.status().message())));
+    return;
+  }
+  if (Status status = AppendMetadata(*metadata, headers_, scratch_); !status.ok()) {
+    Fail(Status(StatusCode::kUnavailable,
+                "call credentials produced bad metadata: " + std::string(status.message())));
+    return;
+  }
+  channel_.Dispatch(this);
 }
 
 void ClientCall::StartOn(ClientTransport& transport) {
@@ -766,7 +833,7 @@ void ClientCall::OnUserGone() {
 
 void ClientCall::MaybeRelease() {
   if (released_ || !completed_ || delivery_pending_ || deferred_ || stream_open_ ||
-      deadline_armed_ || queued_completions_ > 0) {
+      deadline_armed_ || queued_completions_ > 0 || credentials_pending_) {
     return;
   }
   // Nothing runs for the call on the reactor any more: the channel need not wait for it. A

@@ -76,6 +76,10 @@ class ClientCall : public RefCounted<ClientCall> {
   void set_starting(bool starting) noexcept { starting_ = starting; }
   // Opens the stream on `transport`.
   void StartOn(ClientTransport& transport);
+  // Call credentials (after Prepare): when the call has some, ApplyCredentials() asks the
+  // plugin and dispatches the call again once it answered (or fails it).
+  [[nodiscard]] bool NeedsCredentials() const noexcept { return call_credentials_ != nullptr; }
+  void ApplyCredentials();
   // Fails the call before it got a stream (a connection attempt failed, the channel closed,
   // Prepare() failed).
   void Fail(Status status);
@@ -139,6 +143,7 @@ class ClientCall : public RefCounted<ClientCall> {
   void Cancel(Status status);
   void ArmDeadline();
   void MaybeRelease();
+  void OnCredentials(uint64_t generation, StatusOr<Metadata> metadata);
   Status StatusFromResponse();
   // A stats event was queued inside the session step: deliver it after.
   void StatsQueued(bool queued);
@@ -215,6 +220,9 @@ class ClientCall : public RefCounted<ClientCall> {
   bool deferred_ = false;         // in a transport's deferred list
   bool starting_ = false;         // inside the user's starting call: completions are posted
   bool deadline_armed_ = false;
+  bool credentials_pending_ = false;  // the call credentials plugin has not answered yet
+  std::shared_ptr<CallCredentials> call_credentials_;  // to apply before the call starts
+  std::string credentials_authority_;
   bool completed_ = false;
   bool stream_open_ = false;
   bool released_ = true;

@@ -6,9 +6,15 @@
 namespace rill::internal {
 namespace {
 
-Http2Connection::Options ConnectionOptions(const ChannelOptions& o,
-                                           std::chrono::milliseconds keepalive_time) {
+Http2Connection::Options ConnectionOptions(const ChannelImpl& channel) {
+  const ChannelOptions& o = channel.options();
+  const std::chrono::milliseconds keepalive_time = channel.keepalive_time();
   Http2Connection::Options options;
+  if (channel.secure()) {
+    options.tls = channel.tls();
+    options.tls_verify_name = channel.tls_verify_name();
+    options.handshake_timeout = o.min_connect_timeout;  // the TLS handshake is part of connecting
+  }
   options.http2.server = false;
   options.read_block_size = o.read_block_size;
   options.write_buffer_size = o.write_buffer_size;
@@ -33,7 +39,7 @@ ClientCall* CallOf(void* stream) { return static_cast<ClientCall*>(stream); }
 ClientTransport::ClientTransport(ChannelImpl& channel, Http2Connection::Socket socket,
                                  Gate::Holder holder)
     : channel_(channel),
-      connection_(std::move(socket), ConnectionOptions(channel.options(), channel.keepalive_time()),
+      connection_(std::move(socket), ConnectionOptions(channel),
                   this, channel.pool(), this),
       holder_(std::move(holder)) {}
 
@@ -122,6 +128,8 @@ void ClientTransport::OnSessionStepDone() {
     call->RunDeferred();
   }
 }
+
+void ClientTransport::OnTlsHandshakeDone() { channel_.OnTransportReady(this); }
 
 void ClientTransport::OnConnectionDone(const Status& reason) {
   done_ = true;

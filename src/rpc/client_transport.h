@@ -53,6 +53,7 @@ class ClientTransport final : public Http2Handler, public Http2Connection::Owner
   // Http2Connection::Owner.
   void OnConnectionDone(const Status& reason) override;
   void OnSessionStepDone() override;
+  void OnTlsHandshakeDone() override;
 
   // Queues `call` to RunDeferred() once the session's current step ends (in order).
   void Defer(ClientCall* call);

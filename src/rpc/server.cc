@@ -15,7 +15,14 @@ ServerBuilder::ServerBuilder(ServerBuilder&&) noexcept = default;
 ServerBuilder& ServerBuilder::operator=(ServerBuilder&&) noexcept = default;
 
 ServerBuilder& ServerBuilder::AddListeningPort(std::string_view address, int* selected_port) {
-  config_->ports.push_back({std::string(address), selected_port});
+  config_->ports.push_back({std::string(address), selected_port, nullptr});
+  return *this;
+}
+
+ServerBuilder& ServerBuilder::AddListeningPort(std::string_view address,
+                                               std::shared_ptr<ServerCredentials> credentials,
+                                               int* selected_port) {
+  config_->ports.push_back({std::string(address), selected_port, std::move(credentials)});
   return *this;
 }
 

@@ -23,6 +23,10 @@ std::string_view ServerContext::peer() const noexcept {
   return call_->transport().connection().peer();
 }
 
+const PeerIdentity& ServerContext::peer_identity() const noexcept {
+  return call_->transport().connection().peer_identity();
+}
+
 asio::io_context& ServerContext::io_context() const noexcept {
   return call_->transport().connection().io_context();
 }
@@ -147,7 +151,15 @@ void ServerCall::OnHeader(std::string_view name, std::string_view value) {
       break;
     case 12:
       if (name == "content-type") {
-        saw_grpc_content_type_ = IsGrpcContentType(value);
+        const auto subtype = GrpcContentSubtype(value);
+        saw_grpc_content_type_ = subtype.has_value();
+        if (subtype && !IsProtoSubtype(*subtype) && http_error_ == 0) {
+          // "+json" and the like: decoding such a body as protobuf would misread it.
+          http_error_ = 415;
+          header_error_ = Status(StatusCode::kUnimplemented,
+                                 "content-subtype '" + std::string(*subtype) +
+                                     "' is not supported; this server speaks application/grpc+proto");
+        }
         return;
       }
       if (name == "grpc-timeout") {
@@ -511,8 +523,30 @@ void ServerCall::SendStatus(Status status, bool drop_queued) {
 
 void ServerCall::Fail(int http_status, Status status) {
   inbound_.Clear();
-  if (http_status != 200 && !headers_sent_ && !stream_closed_) {
-    // Not a gRPC request (or a broken one): an HTTP error status, still with a grpc-status so
+  if (http_status != 200 && !headers_sent_ && !stream_closed_ &&
+      (!saw_method_post_ || !saw_grpc_content_type_)) {
+    // Not a gRPC request at all (a browser, curl, a plain HTTP/2 client): an ordinary HTTP
+    // answer, the reason as a short text body and the gRPC status in trailers. The request
+    // is not reset after the answer (RFC 9113 §8.1 makes that optional): the stream stays
+    // half-closed until the client ends its side, so the client's later frames on it are
+    // still checked against the stream's state. A gRPC client never sends such a request.
+    char buf[4];
+    headers_.Clear();
+    headers_.Add(":status", HttpStatusText(http_status, buf));
+    headers_.AddStatic("content-type", "text/plain; charset=utf-8");
+    const std::string body = std::string(status.message()) + "\n";
+    out_.Push(BufferSlice(Buffer::Copy(std::as_bytes(std::span(body)), transport_->server().pool())));
+    AppendStatus(status, out_.trailers(), scratch_);
+    out_.Finish();
+    Http2Session& session = transport_->session();
+    session.KeepOpenAfterResponse(stream_id_);
+    session.SubmitResponse(stream_id_, headers_, &out_);
+    headers_sent_ = true;
+    status_sent_ = true;
+    phase_ = Phase::kFinished;
+    Flush();
+  } else if (http_status != 200 && !headers_sent_ && !stream_closed_) {
+    // A gRPC request with a broken header: an HTTP error status, still with a grpc-status so
     // gRPC clients report something meaningful.
     char buf[4];
     headers_.Clear();

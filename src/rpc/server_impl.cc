@@ -5,6 +5,7 @@
 #include "rill/log.h"
 #include "src/base/user_code.h"
 #include "src/rpc/server_transport.h"
+#include "src/transport/tls_context.h"
 
 namespace rill::internal {
 
@@ -40,9 +41,11 @@ Status ServerImpl::Start() {
   for (const auto& port : config_.ports) {
     StatusOr<Address> address = ParseAddress(port.address);
     if (!address.ok()) return address.status();
-    auto listener = Listener::Create(*address, *reactors_, [this](Listener::Socket socket) {
-      Accept(std::move(socket));
-    });
+    const ServerCredentials* credentials = port.credentials.get();
+    if (credentials != nullptr && !credentials->secure()) credentials = nullptr;
+    auto listener = Listener::Create(
+        *address, *reactors_,
+        [this, credentials](Listener::Socket socket) { Accept(std::move(socket), credentials); });
     if (!listener.ok()) return listener.status();
     bound_ports_.push_back((*listener)->port());
     if (port.selected_port != nullptr) *port.selected_port = (*listener)->port();
@@ -57,7 +60,7 @@ const detail::MethodHandler* ServerImpl::FindMethod(std::string_view path) const
   return it == methods_.end() ? nullptr : it->second;
 }
 
-void ServerImpl::Accept(Listener::Socket socket) {
+void ServerImpl::Accept(Listener::Socket socket, const ServerCredentials* credentials) {
   if (shutting_down()) return;  // the socket closes as it goes out of scope
   {
     std::lock_guard lock(mu_);
@@ -67,7 +70,10 @@ void ServerImpl::Accept(Listener::Socket socket) {
       return;
     }
   }
-  auto owned = std::make_unique<ServerTransport>(*this, std::move(socket));
+  // The handshake uses the credentials' current context (a reload affects later handshakes).
+  std::shared_ptr<TlsContext> tls =
+      credentials != nullptr ? CredentialsAccess::Context(*credentials) : nullptr;
+  auto owned = std::make_unique<ServerTransport>(*this, std::move(socket), std::move(tls));
   ServerTransport* transport = owned.get();
   {
     std::lock_guard lock(mu_);

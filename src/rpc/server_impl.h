@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "rill/credentials.h"
 #include "rill/interceptor.h"
 #include "rill/mem/buffer_pool.h"
 #include "rill/reactor_pool.h"
@@ -35,6 +36,7 @@ struct ServerConfig {
   struct Port {
     std::string address;
     int* selected_port = nullptr;
+    std::shared_ptr<ServerCredentials> credentials;  // null: plaintext
   };
   std::vector<Port> ports;
   std::vector<Service*> services;
@@ -88,7 +90,8 @@ class ServerImpl {
   }
 
  private:
-  void Accept(Listener::Socket socket);
+  // `credentials`: the port's (null for plaintext).
+  void Accept(Listener::Socket socket, const ServerCredentials* credentials);
   // Listeners off, GOAWAY, the grace period, then cancel; returns when every connection is
   // gone. Runs on the thread that called Shutdown(), or on shutdown_thread_.
   void RunShutdown(std::chrono::milliseconds grace);

@@ -15,8 +15,10 @@ constexpr uint64_t kShutdownPingPayload = 0x73687574'646f776e;
 // answering once it saw a GOAWAY) gets the final GOAWAY after this long anyway.
 constexpr std::chrono::seconds kShutdownAckTimeout{5};
 
-Http2Connection::Options ConnectionOptions(const ServerOptions& o) {
+Http2Connection::Options ConnectionOptions(const ServerOptions& o,
+                                           std::shared_ptr<TlsContext> tls) {
   Http2Connection::Options options;
+  options.tls = std::move(tls);
   options.http2.server = true;
   options.http2.max_concurrent_streams = o.max_concurrent_streams;
   if (o.initial_stream_window != 0) options.http2.initial_stream_window = o.initial_stream_window;
@@ -41,10 +43,11 @@ ServerCall* CallOf(void* stream) { return static_cast<ServerCall*>(stream); }
 
 }  // namespace
 
-ServerTransport::ServerTransport(ServerImpl& server, Http2Connection::Socket socket)
+ServerTransport::ServerTransport(ServerImpl& server, Http2Connection::Socket socket,
+                                 std::shared_ptr<TlsContext> tls)
     : server_(server),
-      connection_(std::move(socket), ConnectionOptions(server.options()), this, server.pool(),
-                  this),
+      connection_(std::move(socket), ConnectionOptions(server.options(), std::move(tls)), this,
+                  server.pool(), this),
       lifetime_timer_(connection_.io_context()),
       notice_timer_(connection_.io_context()) {}
 

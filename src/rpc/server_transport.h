@@ -26,7 +26,9 @@ class ServerImpl;
 
 class ServerTransport final : public Http2Handler, public Http2Connection::Owner {
  public:
-  ServerTransport(ServerImpl& server, Http2Connection::Socket socket);
+  // `tls`: the context of a TLS port (null: plaintext).
+  ServerTransport(ServerImpl& server, Http2Connection::Socket socket,
+                  std::shared_ptr<TlsContext> tls);
   ~ServerTransport() override;
   ServerTransport(const ServerTransport&) = delete;
   ServerTransport& operator=(const ServerTransport&) = delete;

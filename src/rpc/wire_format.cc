@@ -1,5 +1,6 @@
 #include "src/rpc/wire_format.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <limits>
@@ -273,23 +274,42 @@ std::optional<MethodPath> ParseMethodPath(std::string_view path) {
   return MethodPath{path.substr(1, slash - 1), path.substr(slash + 1)};
 }
 
-bool IsGrpcContentType(std::string_view value) {
+bool IsGrpcContentType(std::string_view value) { return GrpcContentSubtype(value).has_value(); }
+
+bool IsProtoSubtype(std::string_view subtype) {
+  if (subtype.empty()) return true;
+  constexpr std::string_view kProto = "proto";
+  if (subtype.size() != kProto.size()) return false;
+  for (size_t i = 0; i < kProto.size(); ++i) {
+    char c = subtype[i];
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c | 0x20);
+    if (c != kProto[i]) return false;
+  }
+  return true;
+}
+
+std::optional<std::string_view> GrpcContentSubtype(std::string_view value) {
   constexpr std::string_view kPrefix = "application/grpc";
-  if (value == kPrefix) return true;  // what nearly every client sends
-  if (value.size() < kPrefix.size()) return false;
+  if (value == kPrefix) return std::string_view();  // what nearly every client sends
+  if (value.size() < kPrefix.size()) return std::nullopt;
   // Media types compare case-insensitively (RFC 9110 §8.3.1); kPrefix is lowercase letters and
   // '/', so setting the 0x20 bit on letters is enough.
   for (size_t i = 0; i < kPrefix.size(); ++i) {
     char c = value[i];
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c | 0x20);
-    if (c != kPrefix[i]) return false;
+    if (c != kPrefix[i]) return std::nullopt;
   }
   std::string_view rest = value.substr(kPrefix.size());
-  if (rest.empty() || rest[0] == '+') return true;
+  if (rest.empty()) return std::string_view();
+  if (rest[0] == '+') {
+    rest.remove_prefix(1);
+    return rest.substr(0, std::min(rest.find(';'), rest.find_first_of(" \t")));
+  }
   // Parameters may follow after optional whitespace: "application/grpc ; charset=utf-8".
   size_t i = 0;
   while (i < rest.size() && (rest[i] == ' ' || rest[i] == '\t')) ++i;
-  return i == rest.size() || rest[i] == ';';
+  if (i == rest.size() || rest[i] == ';') return std::string_view();
+  return std::nullopt;
 }
 
 }  // namespace rill::internal

@@ -83,6 +83,11 @@ std::optional<MethodPath> ParseMethodPath(std::string_view path);
 // nothing, '+' and a subtype ("+proto"), or parameters after optional whitespace (";x=y").
 // "application/grpc-web" and "application/grpcx" are not gRPC.
 bool IsGrpcContentType(std::string_view value);
+// The subtype of a gRPC content-type ("proto" for "application/grpc+proto;x=y", "" for plain
+// "application/grpc"); nullopt when `value` is not gRPC at all.
+std::optional<std::string_view> GrpcContentSubtype(std::string_view value);
+// The message codec rill speaks: no subtype, or "proto" in any case.
+bool IsProtoSubtype(std::string_view subtype);
 
 }  // namespace rill::internal
 

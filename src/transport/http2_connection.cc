@@ -8,8 +8,11 @@
 #include <cerrno>
 #include <cstring>
 
+#include "rill/log.h"
 #include "rill/mem/buffer_pool.h"
 #include "src/transport/address.h"
+#include "src/transport/tls_context.h"
+#include "src/transport/tls_engine.h"
 
 namespace rill::internal {
 namespace {
@@ -23,6 +26,10 @@ constexpr uint64_t kKeepalivePingPayload = 0x6b65657061'6c6976;
 // A closing connection reads and drops the peer's bytes for this long, or this many, at most.
 constexpr std::chrono::milliseconds kLingerTime{1000};
 constexpr size_t kLingerBytes = 1 << 20;
+
+// Plaintext pieces shorter than this are gathered before encryption, so that a frame header
+// does not become a TLS record of its own.
+constexpr size_t kTlsGatherBelow = 1024;
 
 // The one place where socket errors become statuses.
 Status SocketError(std::string_view what, int error) {
@@ -38,6 +45,7 @@ Http2Connection::Http2Connection(Socket socket, const Options& options, Http2Han
       fd_(socket_.native_handle()),
       session_(options.http2, handler, pool),
       batch_(pool, options.write_buffer_size),
+      cipher_(pool),
       pool_(&pool),
       owner_(owner),
       handshake_timer_(io_context_),
@@ -46,7 +54,8 @@ Http2Connection::Http2Connection(Socket socket, const Options& options, Http2Han
       read_block_size_(options.read_block_size),
       handshake_timeout_(options.handshake_timeout),
       policy_(options),
-      keepalive_timer_(io_context_) {
+      keepalive_timer_(io_context_),
+      server_(options.http2.server) {
   if (options.dynamic_window) bdp_.emplace(options.http2.initial_stream_window);
   last_read_ = std::chrono::steady_clock::now();
   asio::error_code ec;
@@ -58,6 +67,9 @@ Http2Connection::Http2Connection(Socket socket, const Options& options, Http2Han
     const int one = 1;
     ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
   }
+  if (options.tls) {
+    tls_ = std::make_unique<TlsEngine>(options.tls, cipher_, options.tls_verify_name, peer_);
+  }
 }
 
 Http2Connection::~Http2Connection() = default;
@@ -68,8 +80,10 @@ void Http2Connection::Start() {
     handshake_timer_.expires_after(handshake_timeout_);
     handshake_timer_.async_wait([this](const asio::error_code& ec) {
       OpDone();
-      if (!ec && !closed_ && bytes_received_ < 24) {
-        Close(Status(StatusCode::kUnavailable, "HTTP/2 handshake timed out"));
+      if (!ec && !closed_ && HandshakePending()) {
+        Close(Status(StatusCode::kUnavailable, tls_ && !tls_->handshake_done()
+                                                   ? "TLS handshake timed out"
+                                                   : "HTTP/2 handshake timed out"));
       }
       CheckDone();
     });
@@ -88,7 +102,13 @@ void Http2Connection::Start() {
     });
   }
   WaitReadable();
-  Flush();  // the server's SETTINGS (and the client's preface) go out right away
+  if (tls_ && !server_) {
+    if (Status status = tls_->Handshake(); !status.ok()) {  // the ClientHello
+      Close(std::move(status));
+      return;
+    }
+  }
+  Flush();  // the server's SETTINGS (and the client's preface) go out right away (after TLS)
   if (policy_.keepalive_time.count() > 0) ArmKeepalive(policy_.keepalive_time);
 }
 
@@ -188,34 +208,95 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
       Close(Status(StatusCode::kUnavailable, "connection closed by peer"));
       break;
     }
-    bytes_received_ += static_cast<size_t>(n);
     const bool drained = static_cast<size_t>(n) < block.size();
     block.Truncate(static_cast<size_t>(n));
-    Status status = session_.Receive(std::move(block), std::chrono::steady_clock::now());
-    owner_->OnSessionStepDone();
-    if (!status.ok()) {
-      // nghttp2 queued a GOAWAY explaining the error; send it, then close.
-      CloseAfterFlush(std::move(status));
-      break;
-    }
-    if (session_.calmed()) {
-      // The glitch budget ran out: the session queued GOAWAY(ENHANCE_YOUR_CALM).
-      CloseAfterFlush(Status(StatusCode::kUnavailable, "too_many_glitches"));
+    if (tls_) {
+      // The ciphertext block lives until the engine has taken all of it, within this call.
+      const bool open = ReceiveTls(block.span());
+      tls_->SetInput({});
+      if (!open) break;
+    } else if (!Deliver(std::move(block))) {
       break;
     }
     if (drained) break;
   }
   in_read_turn_ = false;
-  if (!closed_) ApplyPolicies();
-  if (!closed_ && bdp_) UpdateFlowControl();
+  if (!closed_ && !close_after_flush_) ApplyPolicies();
+  if (!closed_ && !close_after_flush_ && bdp_) UpdateFlowControl();
   if (!closed_) {
-    if (bytes_received_ >= 24 && handshake_timeout_.count() > 0) {
+    if (!HandshakePending() && handshake_timeout_.count() > 0) {
       handshake_timer_.cancel();
     }
     Flush();
     if (!closed_ && !close_after_flush_) WaitReadable();
   }
   CheckDone();
+}
+
+bool Http2Connection::Deliver(Buffer block) {
+  bytes_received_ += block.size();
+  Status status = session_.Receive(std::move(block), std::chrono::steady_clock::now());
+  owner_->OnSessionStepDone();
+  if (closed_) return false;
+  if (!status.ok()) {
+    // nghttp2 queued a GOAWAY explaining the error; send it, then close.
+    CloseAfterFlush(std::move(status));
+    return false;
+  }
+  if (session_.calmed()) {
+    // The glitch budget ran out: the session queued GOAWAY(ENHANCE_YOUR_CALM).
+    CloseAfterFlush(Status(StatusCode::kUnavailable, "too_many_glitches"));
+    return false;
+  }
+  return true;
+}
+
+bool Http2Connection::ReceiveTls(std::span<const std::byte> ciphertext) {
+  if (close_after_flush_) return true;  // closing: the peer's bytes are not read any more
+  tls_->SetInput(ciphertext);
+  if (!tls_->handshake_done()) {
+    if (Status status = tls_->Handshake(); !status.ok()) {
+      OnTlsHandshakeFailed(std::move(status));
+      return false;
+    }
+    if (!tls_->handshake_done()) return true;  // all input taken; more is needed
+    identity_ = tls_->Identity();
+    owner_->OnTlsHandshakeDone();
+    if (closed_) return false;
+  }
+  for (;;) {
+    Buffer plain = Buffer::Allocate(read_block_size_, *pool_);
+    bool peer_closed = false;
+    StatusOr<size_t> n = tls_->Read(std::span(plain.mutable_data(), plain.size()), peer_closed);
+    if (!n.ok()) {
+      Close(n.status());
+      return false;
+    }
+    const bool full = *n == plain.size();
+    if (*n > 0) {
+      plain.Truncate(*n);
+      if (!Deliver(std::move(plain))) return false;
+    }
+    if (peer_closed) {
+      Close(Status(StatusCode::kUnavailable, "connection closed by peer (TLS close_notify)"));
+      return false;
+    }
+    if (!full) return true;
+  }
+}
+
+void Http2Connection::OnTlsHandshakeFailed(Status status) {
+  if (server_) {
+    // A refused client learns little from the alert; the log line says what went wrong.
+    Log(LogSeverity::kWarning, "refused a TLS connection: " + std::string(status.message()));
+  }
+  // The alert OpenSSL queued goes out before the connection closes.
+  CloseAfterFlush(std::move(status), std::chrono::seconds(1));
+}
+
+bool Http2Connection::HandshakePending() const noexcept {
+  if (tls_ && !tls_->handshake_done()) return true;
+  return server_ && bytes_received_ < 24;
 }
 
 void Http2Connection::UpdateFlowControl() {
@@ -245,20 +326,70 @@ void Http2Connection::ScheduleFlush() {
   });
 }
 
+Status Http2Connection::Produce() {
+  if (!tls_) {
+    if (batch_.full()) return Status();
+    Status status = session_.FillBatch(batch_);
+    owner_->OnSessionStepDone();
+    return status;
+  }
+  // The next plaintext batch is encrypted once the previous ciphertext is written: the
+  // ciphertext waiting for the socket stays bounded by one batch.
+  if (!cipher_.empty() || !tls_->handshake_done() || close_notify_sent_) return Status();
+  Status status = session_.FillBatch(batch_);
+  owner_->OnSessionStepDone();
+  if (closed_ || !status.ok() || batch_.empty()) return status;
+  status = EncryptBatch();
+  batch_.Consume(batch_.bytes());
+  return status;
+}
+
+Status Http2Connection::EncryptBatch() {
+  std::byte gathered[4096];
+  size_t used = 0;
+  for (const iovec& iov : batch_.iovecs()) {
+    std::span<const std::byte> piece(static_cast<const std::byte*>(iov.iov_base), iov.iov_len);
+    if (piece.size() < kTlsGatherBelow && used + piece.size() <= sizeof(gathered)) {
+      std::memcpy(gathered + used, piece.data(), piece.size());
+      used += piece.size();
+      continue;
+    }
+    if (used > 0) {
+      if (Status status = tls_->Write({gathered, used}); !status.ok()) return status;
+      used = 0;
+    }
+    if (piece.size() < kTlsGatherBelow) {
+      std::memcpy(gathered, piece.data(), piece.size());
+      used = piece.size();
+      continue;
+    }
+    // TODO(perf): a 9-byte DATA frame header before a large payload view is a record of its own.
+    if (Status status = tls_->Write(piece); !status.ok()) return status;
+  }
+  if (used > 0) return tls_->Write({gathered, used});
+  return Status();
+}
+
 void Http2Connection::Flush() {
   if (writing_ || closed_) return;
   for (;;) {
-    if (!batch_.full()) {
-      Status status = session_.FillBatch(batch_);
-      owner_->OnSessionStepDone();
-      if (closed_) return;
-      if (!status.ok()) {
-        Close(std::move(status));
-        return;
-      }
+    if (Status status = Produce(); closed_ || !status.ok()) {
+      if (!closed_) Close(std::move(status));
+      return;
     }
-    if (batch_.empty()) break;
-    std::span<iovec> iov = batch_.iovecs();
+    OutputBatch& out = tls_ ? cipher_ : batch_;
+    if (out.empty()) {
+      // Closing a TLS connection: close_notify is the last thing written.
+      const bool finishing =
+          close_after_flush_ || (!session_.WantsRead() && !session_.WantsWrite());
+      if (finishing && tls_ && tls_->handshake_done() && !close_notify_sent_) {
+        close_notify_sent_ = true;
+        tls_->Shutdown();
+        continue;
+      }
+      break;
+    }
+    std::span<iovec> iov = out.iovecs();
     msghdr msg{};
     msg.msg_iov = iov.data();
     msg.msg_iovlen = std::min<size_t>(iov.size(), IOV_MAX);
@@ -272,14 +403,17 @@ void Http2Connection::Flush() {
       Close(SocketError("write", errno));
       return;
     }
-    batch_.Consume(static_cast<size_t>(n));
+    out.Consume(static_cast<size_t>(n));
   }
   if (close_after_flush_) {
     CloseLingering();
     return;
   }
   if (!session_.WantsRead() && !session_.WantsWrite()) {
-    Close(Status());
+    // Both sides are done (the peer's GOAWAY ended the last stream, say). RFC 9113 §6.8: the
+    // peer may still have frames in flight; closing with them unread would reset the
+    // connection and could destroy what we sent last, so close as after our own GOAWAY.
+    CloseLingering();
   }
 }
 
@@ -384,6 +518,7 @@ void Http2Connection::StopEverything() {
   close_timer_.cancel();
   settings_timer_.cancel();
   batch_.Clear();
+  cipher_.Clear();
 }
 
 void Http2Connection::PostFinalCheck() {

@@ -6,6 +6,13 @@
 // leaves in one writev/sendmsg at the end of that turn (ScheduleFlush); partial writes wait
 // for writability.
 //
+// TLS (Options::tls): the same loops carry ciphertext. A read block holds what recv() returned;
+// the TlsEngine decrypts it into plaintext blocks that go to the session as before. What the
+// session produced is encrypted into a second output batch (pooled staging blocks) that is
+// written with the same single sendmsg. Before the handshake is done the session's output waits;
+// the handshake timeout covers the TLS handshake and the HTTP/2 preface together. A closing TLS
+// connection sends close_notify before it half-closes.
+//
 // Life cycle: Start() → ... → Close(reason). After Close, pending operations drain and the
 // owner's OnConnectionDone() runs exactly once, from a fresh handler (never from inside
 // Close()), after which the owner may destroy the connection.
@@ -18,15 +25,21 @@
 #include <asio/io_context.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
+#include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
+#include "rill/credentials.h"
 #include "rill/status.h"
 #include "src/http2/bdp_estimator.h"
 #include "src/http2/http2_session.h"
 #include "src/http2/output_batch.h"
 
 namespace rill::internal {
+
+class TlsContext;
+class TlsEngine;
 
 class Http2Connection {
  public:
@@ -40,6 +53,9 @@ class Http2Connection {
     // The session returned from a receive or send step: work deferred out of its callbacks
     // (user code above all) may run now. The owner may submit to the session from here.
     virtual void OnSessionStepDone() {}
+    // The TLS handshake completed (never called on a plaintext connection); peer_identity() is
+    // set from here on.
+    virtual void OnTlsHandshakeDone() {}
   };
 
   struct Options {
@@ -67,6 +83,10 @@ class Http2Connection {
     // "too_many_pings"). 0 disables enforcement.
     std::chrono::milliseconds min_ping_interval{0};
     bool pings_without_streams = false;
+    // TLS with this context (null: plaintext). A client checks the server's certificate against
+    // `tls_verify_name`.
+    std::shared_ptr<TlsContext> tls;
+    std::string tls_verify_name;
     // The glitch budget is the session's (http2.glitch_burst / glitch_rate): once spent, the
     // session queues GOAWAY(ENHANCE_YOUR_CALM) and the connection closes after flushing it.
   };
@@ -86,6 +106,9 @@ class Http2Connection {
   [[nodiscard]] const std::string& peer() const noexcept { return peer_; }
   [[nodiscard]] bool closed() const noexcept { return closed_; }
   [[nodiscard]] BufferPool& pool() noexcept { return *pool_; }
+  [[nodiscard]] bool secure() const noexcept { return tls_ != nullptr; }
+  // Who the peer is (after the TLS handshake; `secure` is false on a plaintext connection).
+  [[nodiscard]] const PeerIdentity& peer_identity() const noexcept { return identity_; }
 
   // Writes what the session queued, at the end of the current event-loop turn (once, however
   // often it is called in the turn).
@@ -105,6 +128,15 @@ class Http2Connection {
   void WaitReadable();
   void OnReadable(const asio::error_code& ec);
   void Flush();
+  // Fills the batch that goes out next: the session's frames (plaintext), or their encryption.
+  Status Produce();
+  Status EncryptBatch();
+  // Hands decrypted (or plaintext) bytes to the session; false once the connection closes.
+  bool Deliver(Buffer block);
+  // Takes one read block of ciphertext; false once the connection closes.
+  bool ReceiveTls(std::span<const std::byte> ciphertext);
+  void OnTlsHandshakeFailed(Status status);
+  [[nodiscard]] bool HandshakePending() const noexcept;
   void WaitWritable();
   void OpDone();
   void UpdateFlowControl();
@@ -119,6 +151,9 @@ class Http2Connection {
   int fd_;
   Http2Session session_;
   OutputBatch batch_;
+  OutputBatch cipher_;  // TLS: ciphertext to write (unused on a plaintext connection)
+  std::unique_ptr<TlsEngine> tls_;
+  PeerIdentity identity_;
   BufferPool* pool_;
   Owner* owner_;
   asio::steady_timer handshake_timer_;
@@ -149,6 +184,8 @@ class Http2Connection {
   bool in_read_turn_ = false;  // OnReadable flushes at its end; ScheduleFlush need not post
   bool closed_ = false;
   bool close_after_flush_ = false;
+  bool close_notify_sent_ = false;
+  bool server_;
   bool done_ = false;
 };
 

@@ -378,8 +378,10 @@ TEST_F(BadInputTest, ContentTypeThatIsNotGrpcIs415) {
         WithHeader(base, "content-type", "application/grpc-web"),
         WithHeader(base, "content-type", "text/plain"), WithoutHeader(base, "content-type")}) {
     const RawStream& s = Exchange(headers, GrpcMessage(SerializedRequest()));
-    EXPECT_TRUE(s.trailers_only());
+    // Not a gRPC request: an HTTP answer with the reason as text, the gRPC status in trailers.
     EXPECT_EQ(s.Header(":status"), "415");
+    EXPECT_EQ(s.Header("content-type"), "text/plain; charset=utf-8");
+    EXPECT_NE(s.data.find("content-type"), std::string::npos) << s.data;
     EXPECT_GE(s.GrpcStatus(), 1) << "415 without a grpc-status";
     ExpectGoodCall();
   }
@@ -396,14 +398,32 @@ TEST_F(BadInputTest, GrpcContentTypeVariantsAreAccepted) {
   }
 }
 
+// A body in another codec ("+json") would be misread as protobuf: refused before any handler
+// runs, with a status that names the subtype.
+TEST_F(BadInputTest, ContentSubtypeOtherThanProtoIsRefused) {
+  const RawHeaderList base = GrpcRequestHeaders(kUnaryPath);
+  for (const char* type : {"application/grpc+json", "application/grpc+JSON; charset=utf-8",
+                           "application/grpc+flatbuffers"}) {
+    const RawStream& s =
+        Exchange(WithHeader(base, "content-type", type), GrpcMessage(R"({"response_size":1})"));
+    EXPECT_TRUE(s.trailers_only()) << type;
+    EXPECT_EQ(s.Header(":status"), "415") << type;
+    EXPECT_EQ(s.GrpcStatus(), static_cast<int>(StatusCode::kUnimplemented)) << type;
+    EXPECT_NE(s.Header("grpc-message").value_or("").find("content-subtype"), std::string::npos) << type;
+  }
+  EXPECT_EQ(service_.calls.load(), 0);
+  ExpectGoodCall();
+}
+
 TEST_F(BadInputTest, MethodOtherThanPostIs405) {
   for (const char* method : {"GET", "PUT"}) {
     const RawStream& s = Exchange(WithHeader(GrpcRequestHeaders(kUnaryPath), ":method", method),
                                   method == std::string("GET")
                                       ? std::nullopt
                                       : std::optional<std::string>(GrpcMessage(SerializedRequest())));
-    EXPECT_TRUE(s.trailers_only());
     EXPECT_EQ(s.Header(":status"), "405") << method;
+    EXPECT_EQ(s.Header("content-type"), "text/plain; charset=utf-8") << method;
+    EXPECT_NE(s.data.find("POST"), std::string::npos) << s.data;
     EXPECT_GE(s.GrpcStatus(), 1) << "405 without a grpc-status";
     ExpectGoodCall();
   }

@@ -106,7 +106,9 @@ class HardeningTest : public ::testing::Test {
   }
 
   std::unique_ptr<RawH2Client> Connect() {
-    return RawH2Client::Connect("127.0.0.1", server_->port());
+    RawH2Client::Options options;
+    options.max_send_header_block = size_t{64} << 20;  // lets the probes send huge header blocks
+    return RawH2Client::Connect("127.0.0.1", server_->port(), options);
   }
 
   // A unary call on a fresh connection works.
@@ -273,6 +275,55 @@ TEST_F(HardeningTest, ConnectionAgeEndsWithGraceThenStatuses) {
   EXPECT_EQ(client->goaways()[0].last_stream_id, INT32_MAX);
   EXPECT_EQ(client->goaways()[1].last_stream_id, id);
   EXPECT_TRUE(LastStreamIdsNeverRise(client->goaways()));
+}
+
+// Request metadata spread over many CONTINUATION frames: past the advertised header-list limit
+// only that stream fails (RESOURCE_EXHAUSTED), and the connection, whose HPACK state the
+// oversized block still updated, carries on.
+TEST_F(HardeningTest, OversizedHeaderBlocksFailOnlyTheirStream) {
+  Start(ServerOptions());
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  for (size_t kib : {150u, 1024u}) {
+    RawHeaderList extra;
+    for (size_t i = 0; i < kib; ++i) {
+      extra.emplace_back("x-filler-" + std::to_string(i), std::string(1000, 'a' + (i % 26)));
+    }
+    const int32_t id =
+        client->OpenStream(GrpcRequestHeaders("/grpc.testing.TestService/EmptyCall", extra));
+    ASSERT_GT(id, 0);
+    client->SendData(id, GrpcMessage(""), /*end_stream=*/true);
+    ASSERT_TRUE(client->WaitForClose(id)) << kib << " KiB";
+    const RawStream& s = client->stream(id);
+    EXPECT_TRUE(s.GrpcStatus() == static_cast<int>(StatusCode::kResourceExhausted) ||
+                s.rst_received.has_value())
+        << kib << " KiB: status " << s.GrpcStatus() << " close error " << s.close_error
+        << " disconnected " << client->disconnected() << " blocks " << s.header_blocks.size();
+    EXPECT_TRUE(client->goaways().empty()) << kib << " KiB";
+    // The same connection still serves, with headers that reuse the HPACK table.
+    const int32_t good = client->OpenStream(GrpcRequestHeaders("/grpc.testing.TestService/EmptyCall"));
+    client->SendData(good, GrpcMessage(""), /*end_stream=*/true);
+    ASSERT_TRUE(client->WaitForClose(good)) << kib << " KiB";
+    EXPECT_EQ(client->stream(good).GrpcStatus(), 0) << kib << " KiB";
+  }
+}
+
+// A header block that never ends (CONTINUATION flood) is abuse: GOAWAY, then the close.
+TEST_F(HardeningTest, EndlessHeaderBlockEndsWithGoaway) {
+  Start(ServerOptions());
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  RawHeaderList extra;
+  for (size_t i = 0; i < 16 * 1024; ++i) {
+    extra.emplace_back("x-filler-" + std::to_string(i), std::string(1000, 'b'));
+  }
+  const int32_t id =
+      client->OpenStream(GrpcRequestHeaders("/grpc.testing.TestService/EmptyCall", extra));
+  ASSERT_GT(id, 0);
+  EXPECT_TRUE(client->WaitForDisconnect(milliseconds(20000)));
+  ASSERT_FALSE(client->goaways().empty()) << "closed without a GOAWAY";
+  EXPECT_NE(client->goaways().front().error_code, 0u);
+  EXPECT_TRUE(GoodCallWorks());
 }
 
 // A peer that never acknowledges the server's SETTINGS (a raw socket: nghttp2 would always

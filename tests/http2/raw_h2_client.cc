@@ -334,6 +334,10 @@ void RawH2Client::WriteAll(std::string_view bytes) {
     const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL);
     if (n < 0) {
       if (errno == EINTR) continue;
+      // The server closed while we were still sending (a reset, typically). What it sent
+      // before (a GOAWAY saying why) may still wait in the receive queue: read it first.
+      while (!disconnected_ && ReadOnce(0)) {
+      }
       disconnected_ = true;
       return;
     }

@@ -32,6 +32,7 @@
 #include "rill/binary_log.h"
 #include "rill/channel.h"
 #include "rill/client_context.h"
+#include "rill/credentials.h"
 
 namespace rill::test::interop {
 namespace {
@@ -583,13 +584,23 @@ int Main(int argc, char** argv) {
   std::string test_case = "large_unary";
   bool use_tls = false;
   bool use_test_ca = false;
+  std::string ca_file;
+  std::string tls_client_cert_file;
+  std::string tls_client_key_file;
   app.add_option("--server_host", server_host, "server host name or address");
   app.add_option("--server_port", server_port, "server port")->check(CLI::Range(1, 65535));
   app.add_option("--server_host_override", server_host_override,
-                 ":authority to claim (default: host:port)");
+                 "with TLS, the name the server's certificate is checked against; also the "
+                 ":authority (default: host:port)");
   app.add_option("--test_case", test_case, "a case, a comma-separated list, or all");
-  app.add_option("--use_tls", use_tls, "TLS (not supported yet: must be false)");
-  app.add_option("--use_test_ca", use_test_ca, "ignored without TLS");
+  app.add_option("--use_tls", use_tls, "connect over TLS");
+  app.add_option("--use_test_ca", use_test_ca,
+                 "verify the server against the test CA (--ca_file, default rill's test CA) "
+                 "instead of the system's roots");
+  app.add_option("--ca_file", ca_file, "the test CA (PEM), with --use_test_ca");
+  app.add_option("--tls_client_cert_file", tls_client_cert_file,
+                 "a client certificate chain (PEM) for mutual TLS");
+  app.add_option("--tls_client_key_file", tls_client_key_file, "its private key (PEM)");
   std::string binary_log;
   std::string binary_log_filter = "*";
   app.add_option("--binary_log", binary_log, "write a gRPC binary log of every call to this file");
@@ -599,10 +610,6 @@ int Main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
-  }
-  if (use_tls) {
-    std::fprintf(stderr, "--use_tls=true is not supported by rill_interop_client yet\n");
-    return 2;
   }
   if (server_port == 0) {
     std::fprintf(stderr, "--server_port is required\n");
@@ -635,7 +642,6 @@ int Main(int argc, char** argv) {
   std::string host = server_host;
   if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
   ChannelOptions options;
-  options.authority = server_host_override;
   // Declared before the channel: destroyed after it, writing what its last calls logged.
   std::shared_ptr<BinaryLog> log;
   if (!binary_log.empty()) {
@@ -647,7 +653,36 @@ int Main(int argc, char** argv) {
     log = std::move(*created);
     options.stats_handlers.push_back(log);
   }
-  auto channel = Channel::Create(host + ":" + std::to_string(server_port), options);
+  std::shared_ptr<ChannelCredentials> credentials = ChannelCredentials::Insecure();
+  if (use_tls) {
+    ChannelTlsOptions tls{.server_name_override = server_host_override};
+    if (use_test_ca) {
+      auto roots = ReadFileToString(ca_file.empty() ? RILL_TLS_TEST_CERTS "/ca.pem" : ca_file);
+      if (!roots.ok()) {
+        std::fprintf(stderr, "%s\n", roots.status().ToString().c_str());
+        return 2;
+      }
+      tls.root_certificates = *roots;
+    }
+    if (!tls_client_cert_file.empty()) {
+      auto key_pair = TlsKeyPair::FromFiles(tls_client_cert_file, tls_client_key_file);
+      if (!key_pair.ok()) {
+        std::fprintf(stderr, "%s\n", key_pair.status().ToString().c_str());
+        return 2;
+      }
+      tls.key_pair = *key_pair;
+    }
+    auto made = ChannelCredentials::Tls(tls);
+    if (!made.ok()) {
+      std::fprintf(stderr, "%s\n", made.status().ToString().c_str());
+      return 2;
+    }
+    credentials = *made;
+  } else {
+    options.authority = server_host_override;
+  }
+  auto channel =
+      Channel::Create(host + ":" + std::to_string(server_port), credentials, options);
   if (!channel.ok()) {
     std::fprintf(stderr, "cannot create the channel: %s\n", channel.status().ToString().c_str());
     return 2;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "rill/binary_log.h"
+#include "rill/credentials.h"
 #include "rill/server.h"
 #include "rill/services/admin.h"
 #include "tests/interop/test_service.h"
@@ -24,9 +25,16 @@ int main(int argc, char** argv) {
   int port = 0;
   bool use_tls = false;
   bool unary_checks = false;
+  std::string tls_cert_file = RILL_TLS_TEST_CERTS "/server.pem";
+  std::string tls_key_file = RILL_TLS_TEST_CERTS "/server.key";
+  std::string tls_client_ca_file;
   app.add_option("--port", port, "TCP port to listen on; 0 picks a free one")
       ->check(CLI::Range(0, 65535));
-  app.add_option("--use_tls", use_tls, "TLS (not supported yet: must be false)");
+  app.add_option("--use_tls", use_tls, "serve over TLS");
+  app.add_option("--tls_cert_file", tls_cert_file, "the server's certificate chain (PEM)");
+  app.add_option("--tls_key_file", tls_key_file, "the server's private key (PEM)");
+  app.add_option("--tls_client_ca_file", tls_client_ca_file,
+                 "require client certificates that verify against these CAs (mutual TLS)");
   app.add_option("--test_only_unary_checks", unary_checks,
                  "also serve the test-only interop_checks.UnaryChecks service");
   std::string binary_log;
@@ -34,9 +42,29 @@ int main(int argc, char** argv) {
   app.add_option("--binary_log", binary_log, "write a gRPC binary log of every call to this file");
   app.add_option("--binary_log_filter", binary_log_filter, "which methods --binary_log logs");
   CLI11_PARSE(app, argc, argv);
+  std::shared_ptr<rill::ServerCredentials> credentials = rill::ServerCredentials::Insecure();
   if (use_tls) {
-    std::fprintf(stderr, "--use_tls=true is not supported by rill_interop_server yet\n");
-    return 2;
+    auto key_pair = rill::TlsKeyPair::FromFiles(tls_cert_file, tls_key_file);
+    if (!key_pair.ok()) {
+      std::fprintf(stderr, "%s\n", key_pair.status().ToString().c_str());
+      return 2;
+    }
+    rill::ServerTlsOptions tls{.key_pair = *key_pair};
+    if (!tls_client_ca_file.empty()) {
+      auto client_ca = rill::ReadFileToString(tls_client_ca_file);
+      if (!client_ca.ok()) {
+        std::fprintf(stderr, "%s\n", client_ca.status().ToString().c_str());
+        return 2;
+      }
+      tls.client_ca_certificates = *client_ca;
+      tls.client_certificate_policy = rill::ClientCertificatePolicy::kRequireAndVerify;
+    }
+    auto made = rill::ServerCredentials::Tls(tls);
+    if (!made.ok()) {
+      std::fprintf(stderr, "%s\n", made.status().ToString().c_str());
+      return 2;
+    }
+    credentials = *made;
   }
 
   // SIGINT and SIGTERM are taken by sigwait below, on this thread only: block them before the
@@ -61,7 +89,7 @@ int main(int argc, char** argv) {
   rill::test::interop::UnaryChecksService unary_checks_service;
   int bound = 0;
   rill::ServerBuilder builder;
-  builder.AddListeningPort("0.0.0.0:" + std::to_string(port), &bound)
+  builder.AddListeningPort("0.0.0.0:" + std::to_string(port), credentials, &bound)
       .RegisterService(&test_service);
   if (unary_checks) builder.RegisterService(&unary_checks_service);
   if (log) builder.AddStatsHandler(log);

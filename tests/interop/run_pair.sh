@@ -2,7 +2,7 @@
 # Runs one interop client against one interop server and checks the client's verdict per case.
 #
 #   run_pair.sh --server PROGRAM --client PROGRAM [--test_case=CASES] [--allow_skip=CASES]
-#               [--needs-node DIR]
+#               [--needs-node DIR] [--tls | --mtls]
 #
 # PROGRAM is an executable, a .js file (run with node) or a .sh file (run with bash). The server
 # is started once, with --port=0 --use_tls=false, and must print `listening on <port>`. The
@@ -15,6 +15,12 @@
 #      and errors on a connection that stays up.
 #
 # Passes when every client run exits 0 and printed `PASS <case>` for each of its cases, or
+# With --tls the pair speaks TLS with the certificates of tests/tls/certs (gRPC's interop flag
+# names): the server gets --use_tls=true --tls_cert_file --tls_key_file, the client
+# --use_tls=true --use_test_ca=true --ca_file and --server_host_override=foo.test.google.fr (a
+# name the test server certificate is valid for). --mtls adds client certificates: the server
+# gets --tls_client_ca_file, the client --tls_client_cert_file and --tls_client_key_file.
+#
 # `SKIP <case>` for a case in --allow_skip (a case silently left out, or skipped without
 # permission, fails the pair). Afterwards prints what the server logged about observed
 # cancellations. Exit 77 (skipped) when --needs-node is given and DIR lacks
@@ -32,6 +38,7 @@ client=""
 test_case="all"
 allow_skip=""
 needs_node=""
+tls=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --server) server=$2; shift 2 ;;
@@ -39,6 +46,8 @@ while [ $# -gt 0 ]; do
     --test_case=*) test_case=${1#--test_case=}; shift ;;
     --allow_skip=*) allow_skip=${1#--allow_skip=}; shift ;;
     --needs-node) needs_node=$2; shift 2 ;;
+    --tls) tls=tls; shift ;;
+    --mtls) tls=mtls; shift ;;
     *) echo "run_pair: unknown argument: $1" >&2; exit 2 ;;
   esac
 done
@@ -55,7 +64,20 @@ command_for "$server" server_cmd
 command_for "$client" client_cmd
 trap 'exit 143' TERM INT  # ctest's timeout: still stop the server
 
-"${server_cmd[@]}" --port=0 --use_tls=false >"$work/server.out" 2>"$work/server.err" &
+certs="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tls/certs" && pwd)"
+server_tls=(--use_tls=false)
+client_tls=(--use_tls=false)
+if [ -n "$tls" ]; then
+  server_tls=(--use_tls=true --tls_cert_file="$certs/server.pem" --tls_key_file="$certs/server.key")
+  client_tls=(--use_tls=true --use_test_ca=true --ca_file="$certs/ca.pem"
+              --server_host_override=foo.test.google.fr)
+fi
+if [ "$tls" = mtls ]; then
+  server_tls+=(--tls_client_ca_file="$certs/ca.pem")
+  client_tls+=(--tls_client_cert_file="$certs/client.pem" --tls_client_key_file="$certs/client.key")
+fi
+
+"${server_cmd[@]}" --port=0 "${server_tls[@]}" >"$work/server.out" 2>"$work/server.err" &
 server_pid=$!
 
 port=""
@@ -79,7 +101,7 @@ wanted=$test_case
 [ "$wanted" = all ] && wanted=$all_cases
 IFS=',' read -r -a cases <<<"$wanted"
 
-echo "server: ${server_cmd[*]} on port $port"
+echo "server: ${server_cmd[*]} on port $port${tls:+ ($tls)}"
 failed=0
 
 # Runs the client with --test_case=$1, output in $work/client.out, and checks every case of $1.
@@ -88,7 +110,7 @@ run_client() {
   # Every call of a case has a deadline of at most 30 s: a client still running after 120 s
   # is stuck, and is stopped so that the cases after it still run.
   timeout --kill-after=5 120 "${client_cmd[@]}" --server_host=127.0.0.1 --server_port="$port" \
-    --use_tls=false --test_case="$1" >"$work/client.out" 2>&1 || status=$?
+    "${client_tls[@]}" --test_case="$1" >"$work/client.out" 2>&1 || status=$?
   sed 's/^/  /' "$work/client.out"
   if [ "$status" != 0 ]; then
     echo "run_pair: the client exited with $status (--test_case=$1)" >&2

@@ -428,6 +428,19 @@ TEST(ParseMethodPathTest, BadPaths) {
   }
 }
 
+TEST(ContentTypeTest, Subtype) {
+  EXPECT_EQ(GrpcContentSubtype("application/grpc"), "");
+  EXPECT_EQ(GrpcContentSubtype("application/grpc+proto"), "proto");
+  EXPECT_EQ(GrpcContentSubtype("application/grpc+json;charset=utf-8"), "json");
+  EXPECT_EQ(GrpcContentSubtype("application/grpc+json ;x=y"), "json");
+  EXPECT_EQ(GrpcContentSubtype("application/grpc ; charset=utf-8"), "");
+  EXPECT_FALSE(GrpcContentSubtype("application/grpc-web").has_value());
+  EXPECT_TRUE(IsProtoSubtype(""));
+  EXPECT_TRUE(IsProtoSubtype("PROTO"));
+  EXPECT_FALSE(IsProtoSubtype("json"));
+  EXPECT_FALSE(IsProtoSubtype("protobuf"));
+}
+
 TEST(ContentTypeTest, GrpcAndVariants) {
   for (std::string_view value :
        {"application/grpc", "application/grpc+proto", "application/grpc+json",

@@ -497,18 +497,30 @@ constexpr TestCase kTestCases[] = {
     {"unimplemented_service", &InteropClient::UnimplementedService},
 };
 
+// The whole file, or "" when it cannot be read.
+std::string ReadWholeFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return "";
+  std::string content;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) content.append(buf, n);
+  std::fclose(f);
+  return content;
+}
+
 int Main(int argc, char** argv) {
   PeerFlags flags({{"server_host", "localhost"},
                    {"server_port", "0"},
                    {"server_host_override", ""},
                    {"test_case", "large_unary"},
                    {"use_tls", "false"},
-                   {"use_test_ca", "false"}});
+                   {"use_test_ca", "false"},
+                   {"ca_file", ""},
+                   {"tls_client_cert_file", ""},
+                   {"tls_client_key_file", ""}});
   if (!flags.Parse(argc, argv)) return 2;
-  if (flags.GetBool("use_tls")) {
-    std::fprintf(stderr, "--use_tls=true is not supported by this peer\n");
-    return 2;
-  }
+  const bool use_tls = flags.GetBool("use_tls");
   int port = flags.GetInt("server_port");
   if (port <= 0 || port > 65535) {
     std::fprintf(stderr, "bad --server_port: %s\n", flags.Get("server_port").c_str());
@@ -537,13 +549,25 @@ int Main(int argc, char** argv) {
   }
 
   grpc::ChannelArguments arguments;
-  if (!flags.Get("server_host_override").empty()) {
+  std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
+  if (use_tls) {
+    grpc::SslCredentialsOptions ssl;
+    if (flags.GetBool("use_test_ca")) ssl.pem_root_certs = ReadWholeFile(flags.Get("ca_file"));
+    if (!flags.Get("tls_client_cert_file").empty()) {
+      ssl.pem_cert_chain = ReadWholeFile(flags.Get("tls_client_cert_file"));
+      ssl.pem_private_key = ReadWholeFile(flags.Get("tls_client_key_file"));
+    }
+    credentials = grpc::SslCredentials(ssl);
+    if (!flags.Get("server_host_override").empty()) {
+      arguments.SetSslTargetNameOverride(flags.Get("server_host_override"));
+    }
+  } else if (!flags.Get("server_host_override").empty()) {
     arguments.SetString(GRPC_ARG_DEFAULT_AUTHORITY, flags.Get("server_host_override"));
   }
   std::string host = flags.Get("server_host");
   if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
   auto channel = grpc::CreateCustomChannel(host + ":" + std::to_string(port),
-                                           grpc::InsecureChannelCredentials(), arguments);
+                                           credentials, arguments);
   InteropClient client(channel);
 
   int failed = 0;

@@ -243,12 +243,35 @@ class TestServiceImpl final : public grpc::testing::TestService::Service {
   }
 };
 
+// The whole file, or "" when it cannot be read.
+std::string ReadWholeFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return "";
+  std::string content;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) content.append(buf, n);
+  std::fclose(f);
+  return content;
+}
+
 int Main(int argc, char** argv) {
-  PeerFlags flags({{"port", "0"}, {"use_tls", "false"}});
+  PeerFlags flags({{"port", "0"},
+                   {"use_tls", "false"},
+                   {"tls_cert_file", ""},
+                   {"tls_key_file", ""},
+                   {"tls_client_ca_file", ""}});
   if (!flags.Parse(argc, argv)) return 2;
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
   if (flags.GetBool("use_tls")) {
-    std::fprintf(stderr, "--use_tls=true is not supported by this peer\n");
-    return 2;
+    grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    ssl.pem_key_cert_pairs.push_back(
+        {ReadWholeFile(flags.Get("tls_key_file")), ReadWholeFile(flags.Get("tls_cert_file"))});
+    if (!flags.Get("tls_client_ca_file").empty()) {
+      ssl.pem_root_certs = ReadWholeFile(flags.Get("tls_client_ca_file"));
+      ssl.client_certificate_request = GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
+    }
+    credentials = grpc::SslServerCredentials(ssl);
   }
   int port = flags.GetInt("port");
   if (port < 0 || port > 65535) {
@@ -269,8 +292,7 @@ int Main(int argc, char** argv) {
 #endif
   grpc::ServerBuilder builder;
   int selected_port = 0;
-  builder.AddListeningPort("[::]:" + std::to_string(port), grpc::InsecureServerCredentials(),
-                           &selected_port);
+  builder.AddListeningPort("[::]:" + std::to_string(port), credentials, &selected_port);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || selected_port == 0) {

@@ -144,8 +144,7 @@ function callWithResponse(start) {
 }
 
 class InteropClient {
-  constructor(testing, address, options) {
-    const credentials = grpc.credentials.createInsecure();
+  constructor(testing, address, options, credentials) {
     this.stub = new testing.TestService(address, credentials, options);
     this.unimplementedStub = new testing.UnimplementedService(address, credentials, options);
     // A new channel that compresses with gzip; see the top of this file for why it is new.
@@ -406,11 +405,8 @@ async function main() {
     test_case: 'large_unary',
     use_tls: 'false',
     use_test_ca: 'false',
+    ca_file: '',
   });
-  if (isTrue(flags.use_tls)) {
-    process.stderr.write('--use_tls=true is not supported by this peer\n');
-    process.exit(2);
-  }
   const port = Number(flags.server_port);
   if (!Number.isInteger(port) || port <= 0 || port > 65535) {
     process.stderr.write(`bad --server_port: ${flags.server_port}\n`);
@@ -424,9 +420,19 @@ async function main() {
   let host = flags.server_host;
   if (host.includes(':') && !host.startsWith('[')) host = `[${host}]`;
   const options = {};
-  if (flags.server_host_override) options['grpc.default_authority'] = flags.server_host_override;
+  let credentials = grpc.credentials.createInsecure();
+  if (isTrue(flags.use_tls)) {
+    const roots = isTrue(flags.use_test_ca) ? require('fs').readFileSync(flags.ca_file) : null;
+    credentials = grpc.credentials.createSsl(roots);
+    if (flags.server_host_override) {
+      options['grpc.ssl_target_name_override'] = flags.server_host_override;
+      options['grpc.default_authority'] = flags.server_host_override;
+    }
+  } else if (flags.server_host_override) {
+    options['grpc.default_authority'] = flags.server_host_override;
+  }
 
-  const client = new InteropClient(loadTestingPackage(), `${host}:${port}`, options);
+  const client = new InteropClient(loadTestingPackage(), `${host}:${port}`, options, credentials);
   let failed = 0;
   for (const name of selected) {
     try {

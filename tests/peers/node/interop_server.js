@@ -228,11 +228,8 @@ const handlers = {
 };
 
 function main() {
-  const flags = parseFlags(process.argv.slice(2), {port: '0', use_tls: 'false'});
-  if (isTrue(flags.use_tls)) {
-    process.stderr.write('--use_tls=true is not supported by this peer\n');
-    process.exit(2);
-  }
+  const flags = parseFlags(process.argv.slice(2),
+                          {port: '0', use_tls: 'false', tls_cert_file: '', tls_key_file: ''});
   const port = Number(flags.port);
   if (!Number.isInteger(port) || port < 0 || port > 65535) {
     process.stderr.write(`bad --port: ${flags.port}\n`);
@@ -242,7 +239,13 @@ function main() {
   const server = new grpc.Server({interceptors: [recordMessageCompression]});
   // UnimplementedCall has no handler, so grpc-js answers it with UNIMPLEMENTED.
   server.addService(testing.TestService.service, handlers);
-  const credentials = grpc.ServerCredentials.createInsecure();
+  const fs = require('fs');
+  const credentials = isTrue(flags.use_tls)
+    ? grpc.ServerCredentials.createSsl(null, [{
+      cert_chain: fs.readFileSync(flags.tls_cert_file),
+      private_key: fs.readFileSync(flags.tls_key_file),
+    }], false)
+    : grpc.ServerCredentials.createInsecure();
   const started = (error, boundPort) => {
     if (error) {
       process.stderr.write(`cannot listen on port ${port}: ${error.message}\n`);

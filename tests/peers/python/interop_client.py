@@ -366,9 +366,10 @@ def parse_flags(argv):
     parser.add_argument("--test_case", default="large_unary")
     parser.add_argument("--use_tls", default="false")
     parser.add_argument("--use_test_ca", default="false")
+    parser.add_argument("--ca_file", default="")
     flags = parser.parse_args(argv)
-    if flags.use_tls.lower() in ("true", "1", "yes"):
-        parser.error("--use_tls=true is not supported by this peer")
+    flags.use_tls = flags.use_tls.lower() in ("true", "1", "yes")
+    flags.use_test_ca = flags.use_test_ca.lower() in ("true", "1", "yes")
     flags.test_cases = TEST_CASES if flags.test_case == "all" else flags.test_case.split(",")
     unknown = [name for name in flags.test_cases if name not in TEST_CASES]
     if unknown:
@@ -384,10 +385,21 @@ def main(argv):
     options = []
     if flags.server_host_override:
         options.append(("grpc.default_authority", flags.server_host_override))
+    target = f"{host}:{flags.server_port}"
+    if flags.use_tls:
+        roots = None
+        if flags.use_test_ca:
+            with open(flags.ca_file, "rb") as f:
+                roots = f.read()
+        if flags.server_host_override:
+            options.append(("grpc.ssl_target_name_override", flags.server_host_override))
+        channel = grpc.secure_channel(target, grpc.ssl_channel_credentials(roots), options=options)
+    else:
+        channel = grpc.insecure_channel(target, options=options)
     selected = flags.test_cases
     failed = 0
     skipped = 0
-    with grpc.insecure_channel(f"{host}:{flags.server_port}", options=options) as channel:
+    with channel:
         client = InteropClient(channel)
         for name in selected:
             try:
