@@ -20,19 +20,20 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cd "$ROOT"
 
 # Packages from Debian 12. BUILD_PKGS build rill, its tests and benchmark tools (grpc-proto: the
-# standard gRPC protos they use; python3-matplotlib draws `benchresult --plot`); PEER_PKGS are
+# standard gRPC protos they use; python3-matplotlib draws `benchresult --plot`; libcpp-httplib-dev
+# serves the Prometheus exposition); PEER_PKGS are
 # the real peers tests talk to (grpc-go 1.33 is built with Debian's Go from
 # golang-google-grpc-dev's sources, its generated code by protoc-gen-go from
-# golang-github-golang-protobuf-1-3-dev).
+# golang-github-golang-protobuf-1-3-dev; python3-prometheus-client parses scrapes in tests).
 BUILD_PKGS=(cmake ninja-build g++ ccache pkg-config libnghttp2-dev libasio-dev libprotobuf-dev
   libprotoc-dev protobuf-compiler libssl-dev zlib1g-dev libzstd-dev libgtest-dev libgmock-dev
-  libbenchmark-dev libcli11-dev grpc-proto nlohmann-json3-dev python3-matplotlib)
+  libbenchmark-dev libcli11-dev grpc-proto nlohmann-json3-dev python3-matplotlib libcpp-httplib-dev)
 # FUZZ_PKGS build the libFuzzer targets (clang 14 and its fuzzer/sanitizer runtimes).
 FUZZ_PKGS=(clang libclang-rt-14-dev)
 # zstd and gzip are the command-line tools tests check rill's compressed bytes against.
 PEER_PKGS=(libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf nghttp2-client
   nghttp2-server nginx-light util-linux procps golang-go golang-google-grpc-dev
-  golang-github-golang-protobuf-1-3-dev zstd gzip coreutils)
+  golang-github-golang-protobuf-1-3-dev zstd gzip coreutils python3-prometheus-client)
 
 # Bold only when stderr is a terminal: logs and pipes get plain text.
 if [ -t 2 ]; then

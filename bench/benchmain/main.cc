@@ -36,9 +36,13 @@
 #include "bench/benchmain/thread_cpu.h"
 #include "bench/stats/result_file.h"
 #include "bench/stats/stats.h"
+#include "rill/binary_log.h"
 #include "rill/mem/buffer_pool.h"
+#include "rill/mem/buffer_slice.h"
+#include "rill/metrics.h"
 #include "rill/reactor_pool.h"
 #include "rill/server.h"
+#include "rill/stats.h"
 
 namespace rill::bench {
 namespace {
@@ -81,6 +85,10 @@ struct Flags {
   std::string cpus;
   std::string reactors = "1";
   std::string server;
+  // Observability on the in-process server, to measure what it costs.
+  bool stats_handler = false;
+  std::string binary_log;
+  bool metrics = false;
 };
 
 struct Config {
@@ -93,11 +101,34 @@ struct Config {
   std::size_t server_reactors = 1;
   std::size_t client_reactors = 1;
   std::string server;  // Empty: serve in this process.
+  bool stats_handler = false;
+  std::string binary_log;
+  bool metrics = false;
   std::string result_file;
   std::vector<std::string> notes;  // Printed to stderr before the first run.
 };
 
 constexpr char kDefaultSizes[] = "1,1024,1048576";
+
+// A stats handler that reads every event, and every message's bytes, the way a real one would
+// (sizes, the first byte of each payload); its sums only keep the work from being optimized out.
+class ReadingStatsHandler final : public rill::StatsHandler {
+ public:
+  void HandleCall(void*, const rill::CallEvent& event) override {
+    std::uint64_t sum = static_cast<std::uint64_t>(event.type) + event.wire_size +
+                        event.uncompressed_size + event.method.size();
+    if (event.payload != nullptr && !event.payload->empty()) {
+      sum += static_cast<std::uint8_t>(event.payload->buffer(0).data()[0]);
+    }
+    if (event.metadata != nullptr) sum += event.metadata->size();
+    if (event.status != nullptr) sum += static_cast<std::uint64_t>(event.status->code());
+    t_sum += sum;  // per thread, as a handler keeping per-call state in its tag would
+  }
+
+ private:
+  static thread_local std::uint64_t t_sum;
+};
+thread_local std::uint64_t ReadingStatsHandler::t_sum = 0;
 
 // The CPUs this process may run on, in order.
 std::vector<int> AllowedCpus() {
@@ -312,6 +343,9 @@ rill::StatusOr<Config> Parse(const Flags& flags) {
 
   // rill's flags.
   config.server = flags.server;
+  config.stats_handler = flags.stats_handler;
+  config.binary_log = flags.binary_log;
+  config.metrics = flags.metrics;
   {
     const auto [server_text, client_text] = SplitSides(flags.reactors);
     auto server_n = ParseIntList(server_text);
@@ -454,6 +488,7 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
 
   BenchmarkServiceImpl service;
   std::unique_ptr<ReactorPool> server_reactors;
+  std::shared_ptr<rill::BinaryLog> binary_log;  // outlives the server: writes its last entries
   std::unique_ptr<rill::Server> server;
   std::string unix_path;
   std::string target = config.server;
@@ -470,6 +505,17 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
     }
     builder.RegisterService(&service).SetReactors(server_reactors.get()).SetBufferPool(pool);
     if (f.mode_compressor == "nop") builder.RegisterCompressor(std::make_shared<NopCompressor>());
+    if (config.stats_handler) builder.AddStatsHandler(std::make_shared<ReadingStatsHandler>());
+    if (!config.binary_log.empty()) {
+      auto created = rill::BinaryLog::Create(config.binary_log);
+      if (!created.ok()) return created.status();
+      binary_log = std::move(*created);
+      builder.AddStatsHandler(binary_log);
+    }
+    if (config.metrics) {
+      builder.AddStatsHandler(
+          rill::MakeMetricsStatsHandler(std::make_shared<rill::MetricsRegistry>()));
+    }
     rill::ServerOptions& options = builder.options();
     options.max_concurrent_streams = static_cast<std::uint32_t>(f.max_concurrent_calls + 1);
     if (f.server_read_buffer_size > 0) {
@@ -667,6 +713,12 @@ int Main(int argc, char** argv) {
   app.add_option("--reactors", flags.reactors,
                  "rill: reactor threads, N (each side) or SERVER:CLIENT; 0 = one per core")
       ->capture_default_str();
+  app.add_flag("--statsHandler", flags.stats_handler,
+               "rill: the in-process server runs a stats handler that reads every event");
+  app.add_option("--binaryLog", flags.binary_log,
+                 "rill: the in-process server writes a binary log of every call to this file");
+  app.add_flag("--metrics", flags.metrics,
+               "rill: the in-process server records gRPC's per-call metrics into a registry");
   app.add_option("--server", flags.server,
                  "rill: run only the client, against the BenchmarkService server at host:port "
                  "(or unix:/path); server-side figures are then n/a");

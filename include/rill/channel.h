@@ -41,6 +41,7 @@ class CallCredentials;
 class ChannelCredentials;
 class ClientInterceptor;
 class Compressor;
+class StatsHandler;
 
 // gzip, deflate and zstd (rill/compression.h).
 std::vector<std::shared_ptr<Compressor>> DefaultCompressors();
@@ -105,6 +106,9 @@ struct ChannelOptions {
 
   // Run in order for every call; the first is the outermost.
   std::vector<std::shared_ptr<ClientInterceptor>> interceptors;
+
+  // Observe every call and connection (rill/stats.h), in this order.
+  std::vector<std::shared_ptr<StatsHandler>> stats_handlers;
 };
 
 class Channel {

@@ -37,6 +37,7 @@ class ServerCredentials;
 class ReactorPool;
 class Service;
 class ServerInterceptor;
+class StatsHandler;
 
 namespace internal {
 class ServerImpl;
@@ -167,6 +168,8 @@ class ServerBuilder {
   ServerBuilder& AddInterceptor(std::shared_ptr<ServerInterceptor> interceptor);
   // Plugins are told about the services at Build() and about the shutdown, in the order added.
   ServerBuilder& AddPlugin(std::shared_ptr<ServerPlugin> plugin);
+  // Observes every call and connection (rill/stats.h); several run in the order added.
+  ServerBuilder& AddStatsHandler(std::shared_ptr<StatsHandler> handler);
   // Adds a compressor to the built-in ones (gzip, deflate, zstd); one with an existing name
   // replaces it.
   ServerBuilder& RegisterCompressor(std::shared_ptr<Compressor> compressor);

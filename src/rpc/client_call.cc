@@ -107,8 +107,15 @@ void ClientCall::InitUnary(const MethodDescriptor& method, ClientContext& contex
   InitCommon(method, context, /*stream=*/false);
   response_ = response;
   done_ = std::move(done);
+  if (stats_.active()) {
+    // Prepare() picks the compressor later; the flag in the prefix says whether it was used.
+    const std::string_view encoding = context.compression();
+    StatsQueued(stats_.OutMessage(
+        request, encoding.empty() ? nullptr : channel_.compressors().Find(encoding)));
+  }
   out_.Push(std::move(request));
   out_.Finish();  // unary: the request is the whole client stream
+  if (stats_.active()) StatsQueued(stats_.HalfClose());
 }
 
 void ClientCall::InitStream(const MethodDescriptor& method, ClientContext& context) {
@@ -154,6 +161,9 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   context.initial_metadata_.Clear();
   context.trailing_metadata_.Clear();
   context.response_compressed_ = false;
+  const auto& handlers = channel_.options().stats_handlers;
+  stats_.Start(handlers.empty() ? nullptr : &handlers, /*client=*/true, channel_.pool());
+  if (stats_.active()) stats_.Describe(method.path, channel_.authority(), std::chrono::nanoseconds(-1));
 }
 
 template <typename Fn>
@@ -219,6 +229,14 @@ Status ClientCall::Prepare() {
     char timeout[kMaxTimeoutEncodedSize];
     const size_t n = EncodeTimeout(deadline_ - now, timeout);
     headers_.AddStaticName("grpc-timeout", std::string_view(timeout, n));
+  }
+  if (stats_.active()) {
+    stats_.Describe(method_->path,
+                    context_->authority().empty() ? channel_.authority() : context_->authority(),
+                    deadline_ != ClientContext::Clock::time_point::max()
+                        ? std::chrono::duration_cast<std::chrono::nanoseconds>(deadline_ - now)
+                        : std::chrono::nanoseconds(-1));
+    if (is_stream_) stats_metadata_ = context_->metadata();
   }
   call_credentials_ = context_->credentials() != nullptr ? context_->credentials()
                                                          : channel_.options().call_credentials;
@@ -310,6 +328,11 @@ void ClientCall::StartOn(ClientTransport& transport) {
     return;
   }
   transport.connection().ScheduleFlush();
+  if (stats_.active()) {
+    StatsQueued(stats_.Headers(/*out=*/true,
+                               is_stream_ ? &stats_metadata_ : &context_->metadata(),
+                               transport.connection().peer()));
+  }
   WithContext([&](ClientContext& context) {
     std::lock_guard lock(context.mu_);
     context.peer_ = transport.connection().peer();
@@ -320,6 +343,7 @@ void ClientCall::Fail(Status status) { Complete(std::move(status)); }
 
 void ClientCall::Admit(Gate::Holder holder) {
   gate_holder_ = std::move(holder);
+  if (stats_.active()) StatsQueued(stats_.Begin({}));
   // The deadline runs from here, also while the call waits for a connection.
   if (!completed_ && deadline_ != ClientContext::Clock::time_point::max()) ArmDeadline();
 }
@@ -360,14 +384,52 @@ void ClientCall::OnHeadersEnd(HeadersKind kind, bool end_stream) {
       } else {
         std::swap(context_->initial_metadata_, context_->trailing_metadata_);
       }
+      if (stats_.active()) {
+        StatsQueued(stats_.Trailers(
+            /*out=*/false, TrailerStatus(),
+            is_stream_ ? &stream_trailing_metadata_ : &context_->trailing_metadata_,
+            /*trailers_only=*/true));
+      }
       Complete(StatusFromResponse());
     } else if (http_status_ != 200 || !saw_grpc_content_type_) {
       // Not a gRPC response: no point waiting for trailers that will not come.
       Cancel(StatusFromResponse());
+    } else if (stats_.active()) {
+      StatsQueued(stats_.Headers(
+          /*out=*/false, is_stream_ ? &stream_initial_metadata_ : &context_->initial_metadata_));
     }
     return;
   }
+  if (stats_.active()) {
+    StatsQueued(stats_.Trailers(
+        /*out=*/false, TrailerStatus(),
+        is_stream_ ? &stream_trailing_metadata_ : &context_->trailing_metadata_,
+        /*trailers_only=*/false));
+  }
   Complete(StatusFromResponse());
+}
+
+Status ClientCall::TrailerStatus() const {
+  if (!have_grpc_status_) return Status(StatusCode::kInternal, "no grpc-status");
+  return Status(StatusCodeFromInt(grpc_status_), grpc_message_, grpc_details_);
+}
+
+void ClientCall::StatsQueued(bool queued) {
+  if (queued && !deferred_ && transport_ != nullptr) {
+    deferred_ = true;
+    transport_->Defer(this);
+  }
+}
+
+void ClientCall::RecordReceived(size_t first) {
+  Compressor* compressor = nullptr;
+  for (size_t i = first; i < inbound_.count(); ++i) {
+    const Message& message = inbound_.Peek(i);
+    if (message.compressed && compressor == nullptr) {
+      compressor = channel_.compressors().Find(response_encoding_);
+    }
+    StatsQueued(stats_.InMessage(message, compressor));
+  }
 }
 
 void ClientCall::OnData(Buffer payload) {
@@ -377,7 +439,9 @@ void ClientCall::OnData(Buffer payload) {
     session.Consume(stream_id_, payload.size());
     return;
   }
+  const size_t queued_before = inbound_.count();
   Status status = inbound_.Push(std::move(payload), session, stream_id_, channel_.pool());
+  if (stats_.active() && status.ok()) RecordReceived(queued_before);
   if (!status.ok()) {
     Cancel(std::move(status));
   } else if (!is_stream_ && inbound_.count() > 1) {
@@ -505,6 +569,7 @@ void ClientCall::Complete(Status status) {
 
 void ClientCall::RunDeferred() {
   deferred_ = false;
+  if (stats_.has_queued()) stats_.Flush();
   if (delivery_pending_) Deliver();
   MaybeRelease();
 }
@@ -536,6 +601,7 @@ void ClientCall::Deliver() {
   delivery_pending_ = false;
   Status status = std::move(pending_status_);
   RunInterceptorsEnd(status);
+  if (stats_.active()) stats_.End(status);
   if (is_stream_) {
     {
       std::lock_guard lock(user_mu_);
@@ -611,8 +677,12 @@ void ClientCall::TryWrite() {
     return;
   }
   if (out_.queued_bytes() >= kWriteQuota) return;  // OnDataFramed retries
+  if (stats_.active()) StatsQueued(stats_.OutMessage(write_bytes_, request_compressor_));
   out_.Push(std::move(write_bytes_));
-  if (write_last_) out_.Finish();
+  if (write_last_) {
+    out_.Finish();
+    if (stats_.active()) StatsQueued(stats_.HalfClose());
+  }
   if (stream_open_) {
     transport_->session().Resume(stream_id_, &out_);
     transport_->connection().ScheduleFlush();
@@ -624,6 +694,7 @@ void ClientCall::StartWritesDone(detail::Completion<void(bool)> done) {
   const bool ok = !completed_ && !out_.finished();
   if (ok) {
     out_.Finish();
+    if (stats_.active()) StatsQueued(stats_.HalfClose());
     if (stream_open_) {
       transport_->session().Resume(stream_id_, &out_);
       transport_->connection().ScheduleFlush();
@@ -678,6 +749,7 @@ void ClientCall::StartFinish(google::protobuf::MessageLite* response,
   finish_done_ = std::move(done);
   if (response != nullptr && !completed_ && !out_.finished()) {
     out_.Finish();
+    if (stats_.active()) StatsQueued(stats_.HalfClose());
     if (stream_open_) {
       transport_->session().Resume(stream_id_, &out_);
       transport_->connection().ScheduleFlush();

@@ -36,6 +36,7 @@
 #include "src/base/ref_counted.h"
 #include "src/http2/header_block.h"
 #include "src/http2/http2_session.h"
+#include "src/rpc/call_stats.h"
 #include "src/rpc/handler_slot.h"
 #include "src/rpc/inbound_queue.h"
 
@@ -144,6 +145,12 @@ class ClientCall : public RefCounted<ClientCall> {
   void MaybeRelease();
   void OnCredentials(uint64_t generation, StatusOr<Metadata> metadata);
   Status StatusFromResponse();
+  // A stats event was queued inside the session step: deliver it after.
+  void StatsQueued(bool queued);
+  // Reports the messages Push() just added (from index `first` of the queue).
+  void RecordReceived(size_t first);
+  // The status the server's trailers carry (for stats).
+  Status TrailerStatus() const;
   // Runs `fn(context)` if the user's context may still be touched (see the file comment).
   template <typename Fn>
   void WithContext(Fn&& fn);
@@ -220,6 +227,10 @@ class ClientCall : public RefCounted<ClientCall> {
   bool stream_open_ = false;
   bool released_ = true;
   Gate::Holder gate_holder_;
+  // Observers (inactive when the channel has no stats handler). A stream's request metadata is
+  // copied for them (its context may go while an event waits).
+  CallStats stats_;
+  Metadata stats_metadata_;
   // A stream keeps its channel (and the reactor it runs on) alive while anything — the user's
   // stream object, a queued completion — refers to it.
   RefPtr<ChannelImpl> channel_ref_;

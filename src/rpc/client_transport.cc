@@ -45,7 +45,11 @@ ClientTransport::ClientTransport(ChannelImpl& channel, Http2Connection::Socket s
 
 ClientTransport::~ClientTransport() = default;
 
-void ClientTransport::Start() { connection_.Start(); }
+void ClientTransport::Start() {
+  const auto& handlers = channel_.options().stats_handlers;
+  stats_.Begin(handlers.empty() ? nullptr : &handlers, /*client=*/true, connection_.peer());
+  connection_.Start();
+}
 
 bool ClientTransport::StartCall(ClientCall* call) {
   if (!accepting_calls()) return false;
@@ -134,6 +138,7 @@ void ClientTransport::OnConnectionDone(const Status& reason) {
   std::vector<ClientCall*> calls;
   calls.swap(calls_);
   for (ClientCall* call : calls) call->OnConnectionLost(reason);
+  stats_.End();
   channel_.OnTransportDone(this, reason);
 }
 

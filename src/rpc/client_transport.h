@@ -10,6 +10,7 @@
 
 #include "src/base/gate.h"
 #include "src/http2/http2_session.h"
+#include "src/rpc/call_stats.h"
 #include "src/transport/http2_connection.h"
 
 namespace rill::internal {
@@ -65,6 +66,7 @@ class ClientTransport final : public Http2Handler, public Http2Connection::Owner
   ClientCall* deferred_tail_ = nullptr;
   bool goaway_ = false;
   bool done_ = false;
+  ConnectionStats stats_;
   Gate::Holder holder_;  // last: released after everything above is gone
 };
 

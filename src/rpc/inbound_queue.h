@@ -44,6 +44,8 @@ class InboundQueue {
   // Bytes of a message whose prefix or body is still incomplete are buffered.
   [[nodiscard]] bool HasPartial() const noexcept { return deframer_.HasPartial(); }
 
+  // The i-th message waiting (0: the oldest), without taking it.
+  [[nodiscard]] const Message& Peek(size_t i) const noexcept { return messages_[head_ + i]; }
   // Takes the oldest message (the queue must not be empty). `session` receives the window
   // credit; null when the stream is gone (or the policy credits on receipt).
   Message Pop(Http2Session* session, int32_t stream_id);

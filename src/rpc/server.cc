@@ -41,6 +41,11 @@ ServerBuilder& ServerBuilder::AddPlugin(std::shared_ptr<ServerPlugin> plugin) {
   return *this;
 }
 
+ServerBuilder& ServerBuilder::AddStatsHandler(std::shared_ptr<StatsHandler> handler) {
+  config_->stats_handlers.push_back(std::move(handler));
+  return *this;
+}
+
 ServerBuilder& ServerBuilder::RegisterCompressor(std::shared_ptr<Compressor> compressor) {
   auto& all = config_->compressors;
   std::erase_if(all, [&](const auto& c) { return c->name() == compressor->name(); });

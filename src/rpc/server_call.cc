@@ -115,6 +115,8 @@ void ServerCall::Begin(int32_t stream_id) {
   interceptors_started_ = 0;
   request_message_ = nullptr;
   response_message_ = nullptr;
+  stats_.Start(transport_->server().stats_handlers(), /*client=*/false,
+               transport_->server().pool());
 }
 
 void ServerCall::OnHeader(std::string_view name, std::string_view value) {
@@ -198,6 +200,12 @@ void ServerCall::OnHeadersEnd(bool end_stream) {
     return;
   }
   phase_ = Phase::kReceiving;
+  if (stats_.active()) {
+    stats_.Describe(context_.method_, context_.authority_,
+                    timeout_.value_or(std::chrono::nanoseconds(-1)));
+    StatsQueued(stats_.Begin(transport_->connection().peer()));
+    StatsQueued(stats_.Headers(/*out=*/false, &context_.client_metadata_));
+  }
   // The order of these checks decides which answer a request with several problems gets:
   // HTTP-level problems first, then header contents, then routing.
   if (!saw_method_post_) {
@@ -238,8 +246,10 @@ void ServerCall::OnData(Buffer payload) {
     session.Consume(stream_id_, payload.size());  // answered already: dropped, window returned
     return;
   }
+  const size_t queued_before = inbound_.count();
   Status status = inbound_.Push(std::move(payload), session, stream_id_,
                                 transport_->server().pool());
+  if (stats_.active() && status.ok()) RecordReceived(queued_before);
   if (!status.ok()) {
     Fail(200, std::move(status));
   } else if (single_request() && inbound_.count() > 1) {
@@ -250,8 +260,20 @@ void ServerCall::OnData(Buffer payload) {
   }
 }
 
+void ServerCall::RecordReceived(size_t first) {
+  Compressor* compressor = nullptr;
+  for (size_t i = first; i < inbound_.count(); ++i) {
+    const Message& message = inbound_.Peek(i);
+    if (message.compressed && compressor == nullptr) {
+      compressor = transport_->server().compressors().Find(context_.request_encoding_);
+    }
+    StatsQueued(stats_.InMessage(message, compressor));
+  }
+}
+
 void ServerCall::OnRemoteEnd() {
   remote_closed_ = true;
+  if (stats_.active()) StatsQueued(stats_.HalfClose());
   if (phase_ == Phase::kRunning || (phase_ == Phase::kReady && !single_request())) {
     if (inbound_.HasPartial()) {
       Fail(200, Status(StatusCode::kInternal, "request stream ended inside a message"));
@@ -285,6 +307,7 @@ void ServerCall::Defer(uint8_t work) {
 void ServerCall::RunDeferred() {
   queued_ = false;
   const uint8_t work = std::exchange(deferred_, 0);
+  if (stats_.has_queued()) stats_.Flush();
   if ((work & kDeferredStart) != 0 && phase_ == Phase::kReady) {
     if (method_->kind() == RpcKind::kUnary) {
       RunUnary();
@@ -393,6 +416,7 @@ Status ServerCall::StatusForHandlerException(const std::exception_ptr& error) {
 
 void ServerCall::FinishUnary(Status status) {
   RunInterceptorsEnd(status);
+  CallStats::Batch stats_batch(stats_);  // headers, message and trailers reported together
   if (phase_ == Phase::kFinished) {
     // Cancelled while the handler ran: nobody is listening any more.
     arena_.Reset();
@@ -409,6 +433,7 @@ void ServerCall::FinishUnary(Status status) {
   arena_.Reset();
   request_message_ = response_message_ = nullptr;
   if (status.ok() && SendHeadersIfNeeded()) {
+    if (stats_.active()) StatsQueued(stats_.OutMessage(response, ResponseCompressor()));
     out_.Push(std::move(response));
     SendStatus(Status());
   } else {
@@ -431,6 +456,7 @@ bool ServerCall::SendHeadersIfNeeded() {
   if (!AppendMetadata(context_.initial_metadata_, headers_, scratch_).ok()) return false;
   transport_->session().SubmitResponse(stream_id_, headers_, &out_);
   headers_sent_ = true;
+  if (stats_.active()) StatsQueued(stats_.Headers(/*out=*/true, &context_.initial_metadata_));
   return true;
 }
 
@@ -459,6 +485,11 @@ void ServerCall::SendStatus(Status status, bool drop_queued) {
   // Initial metadata the handler set goes out as response headers even when the call fails, as
   // libgrpc++ and grpc-go send it: clients read it there, not among the trailers.
   if (!headers_sent_ && !context_.initial_metadata_.empty()) SendHeadersIfNeeded();
+  if (stats_.active()) {
+    final_status_ = status;
+    StatsQueued(stats_.Trailers(/*out=*/true, status, &context_.trailing_metadata_,
+                                /*trailers_only=*/!headers_sent_));
+  }
   if (!headers_sent_) {
     // Trailers-only: one HEADERS frame carrying the HTTP status, the gRPC status and the
     // trailing metadata.
@@ -523,6 +554,10 @@ void ServerCall::Fail(int http_status, Status status) {
     headers_.AddStatic("content-type", "application/grpc");
     AppendStatus(status, headers_, scratch_);
     transport_->session().SubmitTrailersOnly(stream_id_, headers_);
+    if (stats_.active()) {
+      final_status_ = status;
+      StatsQueued(stats_.Trailers(/*out=*/true, status, nullptr, /*trailers_only=*/true));
+    }
     headers_sent_ = true;
     status_sent_ = true;
     phase_ = Phase::kFinished;
@@ -616,6 +651,18 @@ void ServerCall::Flush() { transport_->connection().ScheduleFlush(); }
 
 void ServerCall::MaybeRelease() {
   if (released_ || !stream_closed_ || handler_running_ || queued_) return;
+  if (stats_.active()) {
+    if (!stats_.ended()) {
+      stats_.End(status_sent_ ? final_status_ : Status(StatusCode::kCancelled, "call cancelled"));
+    }
+    if (stats_.has_queued()) {
+      if (InsideHttp2Session()) {
+        Defer(kDeferredStats);  // released once the end was delivered, after the step
+        return;
+      }
+      stats_.Flush();  // also inside a Batch: nothing may be reported after the release
+    }
+  }
   released_ = true;
   transport_->ReleaseCall(this);
 }
@@ -649,6 +696,7 @@ void ServerCall::RunStream() {
 
 void ServerCall::FinishStream(Status status) {
   RunInterceptorsEnd(status);
+  CallStats::Batch stats_batch(stats_);
   inbound_.Clear();
   if (phase_ != Phase::kFinished) {
     if (!status.ok() || SendHeadersIfNeeded()) {
@@ -702,10 +750,12 @@ Awaitable<bool> ServerCall::WriteOutgoing(OutgoingMessage message, WriteOptions 
     Fail(200, std::move(status));
     co_return false;
   }
+  CallStats::Batch stats_batch(stats_);  // headers and message reported together
   if (!SendHeadersIfNeeded()) {
     Fail(200, Status(StatusCode::kInternal, "invalid response metadata"));
     co_return false;
   }
+  if (stats_.active()) StatsQueued(stats_.OutMessage(bytes, compressor));
   out_.Push(std::move(bytes));
   transport_->session().Resume(stream_id_, &out_);
   Flush();

@@ -31,6 +31,7 @@
 #include "rill/service.h"
 #include "src/http2/header_block.h"
 #include "src/http2/http2_session.h"
+#include "src/rpc/call_stats.h"
 #include "src/rpc/compressor_set.h"
 #include "src/rpc/inbound_queue.h"
 #include "src/rpc/waiter.h"
@@ -100,7 +101,14 @@ class ServerCall final : public ServerStreamCore {
   enum DeferredWork : uint8_t {
     kDeferredStart = 1,   // run interceptors and the handler
     kDeferredCancel = 2,  // emit the cancellation signal into the running handler
+    kDeferredStats = 4,   // deliver stats events recorded inside the session step
   };
+  // A stats event was queued inside the session step: deliver it after.
+  void StatsQueued(bool queued) {
+    if (queued) Defer(kDeferredStats);
+  }
+  // Reports the messages Push() just added (from index `first` of the queue).
+  void RecordReceived(size_t first);
   void Defer(uint8_t work);
   // Starts the handler once the session step ends (the request is complete for unary and
   // server-streaming calls; client and bidi streaming start at the headers).
@@ -176,6 +184,10 @@ class ServerCall final : public ServerStreamCore {
   uint64_t deadline_generation_ = 0;  // identifies the latest arming; stale waits ignore it
   bool deadline_armed_ = false;
   asio::cancellation_signal cancel_signal_;
+
+  // Observers (inactive when the server has no stats handler). final_status_ is kept only then.
+  CallStats stats_;
+  Status final_status_;
 
   // Per-call arena for request and response messages; its first block lives in this object so
   // small calls never reach the heap.

@@ -23,6 +23,7 @@
 #include "rill/reactor_pool.h"
 #include "rill/server.h"
 #include "rill/service.h"
+#include "rill/stats.h"
 #include "src/rpc/compressor_set.h"
 #include "src/transport/address.h"
 #include "src/transport/listener.h"
@@ -42,6 +43,7 @@ struct ServerConfig {
   std::vector<std::shared_ptr<ServerInterceptor>> interceptors;
   // Destroyed with the configuration, the server's first member: after every handler returned.
   std::vector<std::shared_ptr<ServerPlugin>> plugins;
+  std::vector<std::shared_ptr<StatsHandler>> stats_handlers;
   std::vector<std::shared_ptr<Compressor>> compressors = CompressorSet::BuiltIns();
   ServerOptions options;
   ReactorPool* reactors = nullptr;
@@ -64,6 +66,10 @@ class ServerImpl {
   [[nodiscard]] BufferPool& pool() const noexcept { return *pool_; }
   [[nodiscard]] const std::vector<std::shared_ptr<ServerInterceptor>>& interceptors() const {
     return config_.interceptors;
+  }
+  // Null when none is installed (the call paths test only that).
+  [[nodiscard]] const std::vector<std::shared_ptr<StatsHandler>>* stats_handlers() const {
+    return config_.stats_handlers.empty() ? nullptr : &config_.stats_handlers;
   }
   [[nodiscard]] const std::vector<int>& ports() const noexcept { return bound_ports_; }
   [[nodiscard]] const CompressorSet& compressors() const noexcept { return compressors_; }

@@ -54,6 +54,7 @@ ServerTransport::ServerTransport(ServerImpl& server, Http2Connection::Socket soc
 ServerTransport::~ServerTransport() = default;
 
 void ServerTransport::Start() {
+  stats_.Begin(server_.stats_handlers(), /*client=*/false, connection_.peer());
   connection_.Start();
   const ServerOptions& options = server_.options();
   const auto now = std::chrono::steady_clock::now();
@@ -255,6 +256,7 @@ void ServerTransport::OnConnectionDone(const Status& /*reason*/) {
   OnSessionStepDone();
   // Streams still open die with the connection; their calls end as cancelled.
   for (const auto& call : calls_) call->OnConnectionLost();
+  stats_.End();
   MaybeDestroy();
 }
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "src/http2/http2_session.h"
+#include "src/rpc/call_stats.h"
 #include "src/transport/http2_connection.h"
 
 namespace rill::internal {
@@ -98,6 +99,7 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
   bool final_goaway_sent_ = false;
   int pending_ops_ = 0;
   bool connection_done_ = false;
+  ConnectionStats stats_;
   bool destroying_ = false;
 };
 

@@ -256,7 +256,10 @@ bool Base64Decode(std::string_view text, std::string& out) {
 
 bool IsValidMetadataKey(std::string_view key) { return !key.empty() && AllHave(key, kKeyChar); }
 
-bool IsReservedMetadataKey(std::string_view key) { return key.starts_with("grpc-"); }
+bool IsReservedMetadataKey(std::string_view key) {
+  // grpc-trace-bin is gRPC's, but the application (its tracer) sends it.
+  return key.starts_with("grpc-") && key != "grpc-trace-bin";
+}
 
 bool IsValidAsciiMetadataValue(std::string_view value) { return AllHave(value, kAsciiValueChar); }
 

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "grpc/testing/test.rill.h"
+#include "rill/binary_log.h"
 #include "rill/channel.h"
 #include "rill/client_context.h"
 #include "rill/credentials.h"
@@ -600,6 +601,10 @@ int Main(int argc, char** argv) {
   app.add_option("--tls_client_cert_file", tls_client_cert_file,
                  "a client certificate chain (PEM) for mutual TLS");
   app.add_option("--tls_client_key_file", tls_client_key_file, "its private key (PEM)");
+  std::string binary_log;
+  std::string binary_log_filter = "*";
+  app.add_option("--binary_log", binary_log, "write a gRPC binary log of every call to this file");
+  app.add_option("--binary_log_filter", binary_log_filter, "which methods --binary_log logs");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -637,6 +642,17 @@ int Main(int argc, char** argv) {
   std::string host = server_host;
   if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
   ChannelOptions options;
+  // Declared before the channel: destroyed after it, writing what its last calls logged.
+  std::shared_ptr<BinaryLog> log;
+  if (!binary_log.empty()) {
+    auto created = BinaryLog::Create(binary_log, {.filter = binary_log_filter});
+    if (!created.ok()) {
+      std::fprintf(stderr, "--binary_log: %s\n", created.status().ToString().c_str());
+      return 2;
+    }
+    log = std::move(*created);
+    options.stats_handlers.push_back(log);
+  }
   std::shared_ptr<ChannelCredentials> credentials = ChannelCredentials::Insecure();
   if (use_tls) {
     ChannelTlsOptions tls{.server_name_override = server_host_override};

@@ -10,8 +10,10 @@
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <string>
 
+#include "rill/binary_log.h"
 #include "rill/credentials.h"
 #include "rill/server.h"
 #include "rill/services/admin.h"
@@ -35,6 +37,10 @@ int main(int argc, char** argv) {
                  "require client certificates that verify against these CAs (mutual TLS)");
   app.add_option("--test_only_unary_checks", unary_checks,
                  "also serve the test-only interop_checks.UnaryChecks service");
+  std::string binary_log;
+  std::string binary_log_filter = "*";
+  app.add_option("--binary_log", binary_log, "write a gRPC binary log of every call to this file");
+  app.add_option("--binary_log_filter", binary_log_filter, "which methods --binary_log logs");
   CLI11_PARSE(app, argc, argv);
   std::shared_ptr<rill::ServerCredentials> credentials = rill::ServerCredentials::Insecure();
   if (use_tls) {
@@ -69,6 +75,16 @@ int main(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  // Declared before the server: destroyed after it, writing what its last calls logged.
+  std::shared_ptr<rill::BinaryLog> log;
+  if (!binary_log.empty()) {
+    auto created = rill::BinaryLog::Create(binary_log, {.filter = binary_log_filter});
+    if (!created.ok()) {
+      std::fprintf(stderr, "--binary_log: %s\n", created.status().ToString().c_str());
+      return 2;
+    }
+    log = std::move(*created);
+  }
   rill::test::interop::TestServiceImpl test_service(stderr);
   rill::test::interop::UnaryChecksService unary_checks_service;
   int bound = 0;
@@ -76,6 +92,7 @@ int main(int argc, char** argv) {
   builder.AddListeningPort("0.0.0.0:" + std::to_string(port), credentials, &bound)
       .RegisterService(&test_service);
   if (unary_checks) builder.RegisterService(&unary_checks_service);
+  if (log) builder.AddStatsHandler(log);
   const rill::AdminServices admin = rill::AddAdminServices(builder);
   admin.health->SetServingStatus("grpc.testing.TestService", rill::ServingStatus::kServing);
   auto server = builder.Build();

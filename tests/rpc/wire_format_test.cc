@@ -366,6 +366,7 @@ TEST(MetadataKeyTest, Reserved) {
   EXPECT_TRUE(IsReservedMetadataKey("grpc-status"));
   EXPECT_TRUE(IsReservedMetadataKey("grpc-"));
   EXPECT_TRUE(IsReservedMetadataKey("grpc-custom-bin"));
+  EXPECT_FALSE(IsReservedMetadataKey("grpc-trace-bin"));
   EXPECT_FALSE(IsReservedMetadataKey("grpc"));
   EXPECT_FALSE(IsReservedMetadataKey("grpcx-a"));
   EXPECT_FALSE(IsReservedMetadataKey("x-grpc-a"));

@@ -42,6 +42,7 @@
 #include "rill/interceptor.h"
 #include "rill/reactor_pool.h"
 #include "rill/server.h"
+#include "rill/stats.h"
 
 namespace rill::test {
 
@@ -73,6 +74,7 @@ inline const auto kAllTransports = ::testing::Values(Transport::kTcp, Transport:
 struct TestServerSetup {
   std::vector<Service*> services;
   std::vector<std::shared_ptr<ServerInterceptor>> interceptors;
+  std::vector<std::shared_ptr<StatsHandler>> stats_handlers;
   ServerOptions options;
   BufferPool* pool = nullptr;  // null: DefaultBufferPool() (the test's leak-checking pool)
   size_t reactor_count = 1;

@@ -1,0 +1,141 @@
+// CallStats and ConnectionStats: how a call or connection reports to the installed
+// StatsHandlers (rill/stats.h).
+//
+// A call records its events here as they happen. Outside an HTTP/2 session step they are
+// delivered at once; inside one (user code must not run there) they are queued, the Record
+// function returns true, and the call arranges Flush() for when the step ends. Delivery keeps
+// the order of recording.
+//
+// On a client, messages recorded before the request headers went out (a call waiting for its
+// connection) are held back until they do, and dropped if the call ends without a stream.
+//
+// Nothing is allocated in steady state: the queue, the tag list and the copied strings keep
+// their capacity across the calls a pooled object serves. A message's payload is a reference to
+// its buffers; only a compressed one costs a decompression (into pooled buffers).
+//
+// Thread safety: reactor-confined.
+#ifndef RILL_SRC_RPC_CALL_STATS_H_
+#define RILL_SRC_RPC_CALL_STATS_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rill/mem/buffer_slice.h"
+#include "rill/stats.h"
+#include "rill/status.h"
+
+namespace rill {
+class BufferPool;
+class Compressor;
+}  // namespace rill
+
+namespace rill::internal {
+
+struct Message;
+
+using StatsHandlers = std::vector<std::shared_ptr<StatsHandler>>;
+
+class CallStats {
+ public:
+  CallStats() = default;
+  CallStats(const CallStats&) = delete;
+  CallStats& operator=(const CallStats&) = delete;
+
+  // Starts observing a new call (dropping anything left of the previous one). With `handlers`
+  // null or empty the object stays inactive and every event site skips it.
+  void Start(const StatsHandlers* handlers, bool client, BufferPool& pool);
+  [[nodiscard]] bool active() const noexcept { return handlers_ != nullptr; }
+  [[nodiscard]] bool ended() const noexcept { return ended_; }
+
+  // Each returns true when the event was queued inside a session step (the caller arranges a
+  // Flush() after the step). Events after kEnd are ignored.
+  // What the request says (copied; a later call replaces earlier values).
+  void Describe(std::string_view method, std::string_view authority,
+                std::chrono::nanoseconds timeout);
+  bool Begin(std::string_view peer);
+  // Request headers (client out, server in) carry the request's fields; response headers only
+  // metadata. `metadata` must stay valid until the event is delivered. A non-empty `peer`
+  // replaces the one given to Begin (a client learns it when its stream opens).
+  bool Headers(bool out, const Metadata* metadata, std::string_view peer = {});
+  // An outgoing message as framed for the wire (5-byte prefix included), compressed with
+  // `compressor` when its flag says so.
+  bool OutMessage(const BufferSlice& framed, Compressor* compressor);
+  // An incoming message (body without prefix) and the compressor of the call's encoding.
+  bool InMessage(const Message& message, Compressor* compressor);
+  // The client half-closed (client: queued after its last message; server: received).
+  bool HalfClose();
+  bool Trailers(bool out, const Status& status, const Metadata* metadata, bool trailers_only);
+  bool End(const Status& status);
+
+  // Delivers what is queued (outside a session step only). The events delivered together share
+  // one timestamp (one clock read per delivery, not per event).
+  void Flush();
+
+  // Holds the events recorded in its scope back and delivers them together when it ends (a
+  // call's response headers, message and trailers, say).
+  class Batch {
+   public:
+    explicit Batch(CallStats& stats) : stats_(stats) { ++stats_.batch_depth_; }
+    ~Batch();
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+
+   private:
+    CallStats& stats_;
+  };
+  [[nodiscard]] bool has_queued() const noexcept { return !queue_.empty(); }
+
+ private:
+  struct Pending {
+    CallEvent event;
+    Status status;
+    BufferSlice payload;          // raw body; decompressed before delivery when `compressor`
+    Compressor* compressor = nullptr;
+  };
+  Pending& Add(CallEventType type);
+  // Add, or on a client before its headers went out, hold the event back.
+  Pending& AddOrHold(CallEventType type);
+  bool Commit();
+  void Deliver(Pending& pending);
+
+  const StatsHandlers* handlers_ = nullptr;
+  BufferPool* pool_ = nullptr;
+  bool client_ = false;
+  bool began_ = false;
+  bool ended_ = false;
+  bool hold_messages_ = false;  // client, until the request headers are out
+  int batch_depth_ = 0;
+  std::vector<void*> tags_;
+  std::vector<Pending> queue_;
+  std::vector<Pending> held_;
+  std::string method_;
+  std::string authority_;
+  std::string peer_;
+  std::chrono::nanoseconds timeout_{-1};
+  CallEvent::Clock::time_point begin_time_;  // set when kBegin is delivered
+  uint32_t messages_sent_ = 0;
+  uint32_t messages_received_ = 0;
+  uint64_t sent_bytes_ = 0;
+  uint64_t received_bytes_ = 0;
+};
+
+// A connection's kBegin and kEnd. Both run outside session steps (the transport's start and its
+// done notification).
+class ConnectionStats {
+ public:
+  void Begin(const StatsHandlers* handlers, bool client, std::string_view peer);
+  void End();
+
+ private:
+  const StatsHandlers* handlers_ = nullptr;
+  bool client_ = false;
+  std::string peer_;
+  std::vector<void*> tags_;
+};
+
+}  // namespace rill::internal
+
+#endif  // RILL_SRC_RPC_CALL_STATS_H_
