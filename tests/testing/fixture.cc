@@ -38,7 +38,6 @@ std::unique_ptr<TestServer> TestServer::Start(Transport transport, const TestSer
   for (Service* service : setup.services) builder.RegisterService(service);
   for (const auto& interceptor : setup.interceptors) builder.AddInterceptor(interceptor);
   for (const auto& handler : setup.stats_handlers) builder.AddStatsHandler(handler);
-  for (const auto& handler : setup.stats_handlers) builder.AddStatsHandler(handler);
   builder.SetOptions(setup.options);
   builder.SetReactorCount(setup.reactor_count);
   if (setup.reactors != nullptr) builder.SetReactors(setup.reactors);
