@@ -139,7 +139,8 @@ void CheckMetadata(std::string_view in) {
   }
   RILL_CHECK(IsValidMetadataKey(in) == key);
   RILL_CHECK(IsValidAsciiMetadataValue(in) == value);
-  RILL_CHECK(IsReservedMetadataKey(in) == (in.substr(0, 5) == "grpc-"));
+  // Every grpc- key is gRPC's, except grpc-trace-bin, which the application's tracer sends.
+  RILL_CHECK(IsReservedMetadataKey(in) == (in.substr(0, 5) == "grpc-" && in != "grpc-trace-bin"));
   RILL_CHECK(IsBinaryMetadataKey(in) == (in.size() > 4 && in.ends_with("-bin")));
 }
 
