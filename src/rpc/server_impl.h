@@ -77,9 +77,18 @@ class ServerImpl {
   // A connection is done and nothing refers to its transport: destroys it. Called on the
   // transport's reactor, from a fresh handler.
   void OnTransportDone(ServerTransport* transport);
-  // Handlers running on every connection (ServerOptions::max_running_handlers).
-  void OnHandlerStarted() noexcept { running_handlers_.fetch_add(1, std::memory_order_relaxed); }
-  void OnHandlerFinished() noexcept { running_handlers_.fetch_sub(1, std::memory_order_relaxed); }
+  // Handlers running on every connection (ServerOptions::max_running_handlers). Counted only
+  // when that limit is set: the counter is shared by every reactor, a contended cache line.
+  void OnHandlerStarted() noexcept {
+    if (config_.options.max_running_handlers != 0) {
+      running_handlers_.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  void OnHandlerFinished() noexcept {
+    if (config_.options.max_running_handlers != 0) {
+      running_handlers_.fetch_sub(1, std::memory_order_relaxed);
+    }
+  }
   [[nodiscard]] bool AtHandlerLimit() const noexcept {
     return config_.options.max_running_handlers != 0 &&
            running_handlers_.load(std::memory_order_relaxed) >=
