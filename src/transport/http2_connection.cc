@@ -109,10 +109,13 @@ void Http2Connection::Start() {
     }
   }
   Flush();  // the server's SETTINGS (and the client's preface) go out right away (after TLS)
+  // The write may have failed (a Unix-socket peer that already left fails at once with EPIPE):
+  // a timer armed after Close() would hold the connection open until it fires.
   if (policy_.keepalive_time.count() > 0) ArmKeepalive(policy_.keepalive_time);
 }
 
 void Http2Connection::ArmKeepalive(std::chrono::steady_clock::duration delay) {
+  if (closed_) return;
   keepalive_armed_ = true;
   ++pending_ops_;
   keepalive_timer_.expires_after(delay);

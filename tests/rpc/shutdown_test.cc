@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <asio/connect.hpp>
+#include <asio/ip/tcp.hpp>
+#include <asio/local/stream_protocol.hpp>
 #include <asio/post.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
@@ -208,6 +211,30 @@ TEST_P(ShutdownTest, DestroyingTheServerWithAConnectedChannel) {
   ASSERT_TRUE(EmptyCall(stub).ok());
   server_.reset();  // runs Shutdown() with the configured grace
   EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kUnavailable);
+}
+
+TEST_P(ShutdownTest, ClientsThatLeaveAtOnceDoNotHoldUpShutdown) {
+  // Peers that connect and close before the server has written its SETTINGS: on a Unix socket
+  // that first write fails at once (EPIPE), and nothing may be left waiting on the dead
+  // connection (a keepalive timer armed after the close once held shutdown for two hours).
+  StartServer();
+  asio::io_context io;
+  for (int i = 0; i < 50; ++i) {
+    if (GetParam() == Transport::kTcp) {
+      asio::ip::tcp::socket socket(io);
+      socket.connect({asio::ip::make_address("127.0.0.1"),
+                      static_cast<asio::ip::port_type>(server_->port())});
+    } else {
+      asio::local::stream_protocol::socket socket(io);
+      socket.connect(asio::local::stream_protocol::endpoint(server_->unix_path()));
+    }
+  }
+  // A channel still gets served after them.
+  auto channel = server_->NewChannel();
+  TestService::Stub stub(channel);
+  EXPECT_TRUE(EmptyCall(stub).ok());
+  channel.reset();
+  EXPECT_TRUE(FinishesWithin(std::chrono::seconds(60), [&] { server_.reset(); }));
 }
 
 TEST_P(ShutdownTest, NoServerMeansUnavailable) {
