@@ -4,8 +4,10 @@
 #   target_link_libraries(app PRIVATE app_proto)  # or rill::rill
 # or compile with `pkg-config --cflags --libs rill`.
 #
-# Layout under the prefix: include/rill/, lib/ (librill_<layer>.a, or librill.so with
-# RILL_BUILD_SHARED), bin/protoc-gen-rill, lib/cmake/rill/, lib/pkgconfig/rill.pc. Both the CMake
+# Layout under the prefix: include/rill/ (include/rill/proto/: generated grpc.health.v1 and
+# grpc.reflection code), lib/ (librill_<layer>.a, or librill.so with RILL_BUILD_SHARED; and the
+# optional librill_services.a, librill_ext.a), bin/ (protoc-gen-rill, rill_cli, rill_binlog),
+# lib/cmake/rill/, lib/pkgconfig/rill.pc. Both the CMake
 # package and rill.pc find everything relative to where they were installed, so the prefix given
 # to `cmake --install --prefix` need not be the one configured.
 include_guard(GLOBAL)
@@ -18,17 +20,32 @@ endif()
 
 set(RILL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/rill)
 
-# rill/services/ (health, reflection, the admin bundle) is not installed yet: its library and the
-# code generated from grpc-proto's protos it needs are built for the tree's own programs only.
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/rill DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
-        PATTERN services EXCLUDE)
-install(TARGETS ${RILL_INSTALL_TARGETS} EXPORT rillTargets
+# Beside rill::rill, the optional libraries built on its public API: rill::services (health,
+# reflection, the admin bundle; with the code generated from grpc-proto's health and reflection
+# protos, whose headers go to include/rill/proto/) and rill::ext (binary log, metrics, tracing).
+# They are static archives in every configuration.
+set(RILL_OPTIONAL_TARGETS rill_services rill_services_protos rill_ext rill_binlog_proto)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/rill DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS ${RILL_INSTALL_TARGETS} ${RILL_OPTIONAL_TARGETS} EXPORT rillTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 # The protoc plugin, exported as the imported executable rill::protoc-gen-rill that
 # rill_add_proto_library() runs.
 install(TARGETS protoc-gen-rill EXPORT rillTargets RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# The command-line tools: rill_cli (any server with reflection) and rill_binlog (reads binary
+# logs). rill_cli needs CLI11, which a build without tests may lack.
+if(RILL_BUILD_SHARED)
+  # Installed programs find the installed librill.so beside them.
+  set_target_properties(rill_binlog PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+  if(TARGET rill_cli)
+    set_target_properties(rill_cli PROPERTIES INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+  endif()
+endif()
+install(TARGETS rill_binlog RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET rill_cli)
+  install(TARGETS rill_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 install(EXPORT rillTargets NAMESPACE rill:: DESTINATION ${RILL_CMAKE_DIR})
 
 # rillConfig.cmake finds the dependencies the exported targets name. A static rill's users link

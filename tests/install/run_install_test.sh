@@ -62,11 +62,18 @@ consume() {
 check_layout() {
   local f
   for f in include/rill/server.h include/rill/mem/buffer.h bin/protoc-gen-rill \
+           include/rill/services/admin.h include/rill/proto/grpc/health/v1/health.rill.h \
+           include/rill/binary_log.h bin/rill_cli bin/rill_binlog lib/librill_services.a \
+           lib/librill_ext.a \
            lib/cmake/rill/rillConfig.cmake lib/cmake/rill/rillConfigVersion.cmake \
            lib/cmake/rill/rillTargets.cmake lib/cmake/rill/RillProtobuf.cmake \
            lib/pkgconfig/rill.pc; do
     [ -e "$work/prefix/$f" ] || fail "not installed: $f"
   done
+  # The installed tools run from the prefix as they are (a shared build finds librill.so).
+  "$work/prefix/bin/rill_cli" --help >/dev/null || fail "bin/rill_cli does not run"
+  { "$work/prefix/bin/rill_binlog" --help 2>&1 || true; } | grep -q '^usage: rill_binlog' ||
+    fail "bin/rill_binlog does not run"
 }
 
 step "install $RILL_BUILD_DIR (static libraries)"
@@ -84,7 +91,8 @@ rm -rf "$work/prefix"
 "$CMAKE" --build "$shared_build"
 "$CMAKE" --install "$shared_build" --prefix "$work/prefix" >/dev/null
 check_layout
-! ls "$work/prefix/lib"/librill_*.a >/dev/null 2>&1 || fail "static layers installed with librill.so"
+! ls "$work/prefix/lib"/librill_{rpc,transport,http2,mem,base}.a >/dev/null 2>&1 ||
+  fail "static layers installed with librill.so"
 lib=$(ls "$work/prefix/lib"/librill.so.*.*.*)
 
 step "symbols exported by $(basename "$lib")"
