@@ -453,7 +453,7 @@ int Main(int argc, char** argv) {
                  "metadata \"key: value\" sent with every request (repeatable)")
       ->allow_extra_args(false);  // one value per -H: the positionals after it stay positionals
   app.add_flag("--tls", options.tls, "connect over TLS (implied by the flags below)");
-  app.add_option("--cacert", options.ca_file,
+  app.add_option("--cacert,--ca", options.ca_file,
                  "CA certificates (PEM) to verify the server with (default: the system's)");
   app.add_option("--cert", options.cert_file, "client certificate chain (PEM), for mutual TLS");
   app.add_option("--key", options.key_file, "the client certificate's private key (PEM)");
