@@ -59,8 +59,8 @@ struct Ref {
 struct Address {
   enum class Kind : uint8_t { kNone, kTcpIp, kUnix };
   Kind kind = Kind::kNone;
-  std::string ip;  // kTcpIp: 4 or 16 bytes, network order
-  int port = 0;    // kTcpIp
+  std::string ip;    // kTcpIp: 4 or 16 bytes, network order
+  int port = 0;      // kTcpIp
   std::string path;  // kUnix
 };
 

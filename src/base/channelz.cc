@@ -42,8 +42,8 @@ State& TheState() {
 
 std::optional<rill::channelz::Timestamp> ToTime(int64_t ns) {
   if (ns == 0) return std::nullopt;
-  return rill::channelz::Timestamp(
-      std::chrono::duration_cast<rill::channelz::Timestamp::duration>(std::chrono::nanoseconds(ns)));
+  return rill::channelz::Timestamp(std::chrono::duration_cast<rill::channelz::Timestamp::duration>(
+      std::chrono::nanoseconds(ns)));
 }
 
 Address ToAddress(const sockaddr_storage& storage, socklen_t length, std::string* name) {

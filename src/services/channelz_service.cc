@@ -1,5 +1,3 @@
-#include "rill/services/channelz.h"
-
 #include <chrono>
 #include <memory>
 #include <string>
@@ -7,6 +5,7 @@
 #include "grpc/channelz/v1/channelz.rill.h"
 #include "rill/channelz.h"
 #include "rill/server.h"
+#include "rill/services/channelz.h"
 
 namespace rill {
 namespace {
@@ -14,9 +13,8 @@ namespace {
 namespace cz = ::grpc::channelz::v1;
 
 void SetTime(const std::optional<channelz::Timestamp>& time, google::protobuf::Timestamp* out) {
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      time->time_since_epoch())
-                      .count();
+  const auto ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(time->time_since_epoch()).count();
   out->set_seconds(ns / 1'000'000'000);
   out->set_nanos(static_cast<int32_t>(ns % 1'000'000'000));
 }
@@ -124,8 +122,7 @@ void FillSocket(const channelz::SocketInfo& info, bool summary, cz::Socket& out)
     SetTime(info.last_local_stream_created, data->mutable_last_local_stream_created_timestamp());
   }
   if (info.last_remote_stream_created) {
-    SetTime(info.last_remote_stream_created,
-            data->mutable_last_remote_stream_created_timestamp());
+    SetTime(info.last_remote_stream_created, data->mutable_last_remote_stream_created_timestamp());
   }
   if (info.last_message_sent) {
     SetTime(info.last_message_sent, data->mutable_last_message_sent_timestamp());
