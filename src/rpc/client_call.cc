@@ -455,8 +455,7 @@ void ClientCall::OnData(Buffer payload) {
   const size_t queued_before = inbound_.count();
   Status status = inbound_.Push(std::move(payload), session, stream_id_, channel_.pool());
   if (status.ok() && inbound_.count() != queued_before) {
-    transport_->channelz().MessagesReceived(
-        static_cast<int64_t>(inbound_.count() - queued_before));
+    transport_->channelz().MessagesReceived(static_cast<int64_t>(inbound_.count() - queued_before));
     if (stats_.active()) RecordReceived(queued_before);
   }
   if (!status.ok()) {

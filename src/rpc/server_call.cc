@@ -259,8 +259,7 @@ void ServerCall::OnData(Buffer payload) {
   Status status = inbound_.Push(std::move(payload), session, stream_id_,
                                 transport_->server().pool());
   if (status.ok() && inbound_.count() != queued_before) {
-    transport_->channelz().MessagesReceived(
-        static_cast<int64_t>(inbound_.count() - queued_before));
+    transport_->channelz().MessagesReceived(static_cast<int64_t>(inbound_.count() - queued_before));
     if (stats_.active()) RecordReceived(queued_before);
   }
   if (!status.ok()) {

@@ -145,11 +145,11 @@ TEST_F(ReflectionTest, ListsEveryRegisteredService) {
   for (const auto& service : response.list_services_response().service()) {
     names.insert(service.name());
   }
-  EXPECT_EQ(names, (std::set<std::string>{"grpc.testing.TestService", "grpc.health.v1.Health",
-                                          "grpc.reflection.v1.ServerReflection",
-                                          "grpc.reflection.v1alpha.ServerReflection",
-                                          "grpc.channelz.v1.Channelz",
-                                          "reflection_test.Extended"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"grpc.testing.TestService", "grpc.health.v1.Health",
+                                   "grpc.reflection.v1.ServerReflection",
+                                   "grpc.reflection.v1alpha.ServerReflection",
+                                   "grpc.channelz.v1.Channelz", "reflection_test.Extended"}));
 }
 
 TEST_F(ReflectionTest, ResolvesEveryServiceAndMessageFromTheFilesItSends) {
