@@ -42,6 +42,7 @@
 #include "rill/metrics.h"
 #include "rill/reactor_pool.h"
 #include "rill/server.h"
+#include "rill/services/channelz.h"
 #include "rill/stats.h"
 
 namespace rill::bench {
@@ -319,8 +320,11 @@ rill::StatusOr<Config> Parse(const Flags& flags) {
   if (v.enable_trace != std::vector<bool>{false}) {
     config.notes.push_back("-trace: rill has no x/net/trace; accepted, no effect");
   }
-  if (v.enable_channelz != std::vector<bool>{false}) {
-    config.notes.push_back("-channelz: rill has no channelz yet; accepted, no effect");
+  if (v.enable_channelz == std::vector<bool>{false, true} ||
+      v.enable_channelz == std::vector<bool>{true, false}) {
+    config.notes.push_back(
+        "-channelz: once a run served channelz, timestamps stay recorded for the rest of the "
+        "process (rill::channelz::Enable() is process-wide); compare separate processes");
   }
   if (v.enable_preloader != std::vector<bool>{false} && config.unary) {
     config.notes.push_back("-preloader: applies to the streaming workloads; unary ignores it");
@@ -512,6 +516,7 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
       binary_log = std::move(*created);
       builder.AddStatsHandler(binary_log);
     }
+    if (f.enable_channelz) rill::AddChannelzService(builder);
     if (config.metrics) {
       builder.AddStatsHandler(
           rill::MakeMetricsStatsHandler(std::make_shared<rill::MetricsRegistry>()));
@@ -675,7 +680,9 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--trace", flags.trace, "off, on or both; accepted, no effect in rill")
       ->capture_default_str();
-  app.add_option("--channelz", flags.channelz, "off, on or both; accepted, no effect in rill")
+  app.add_option("--channelz", flags.channelz,
+                 "off, on or both: the in-process server serves grpc.channelz.v1 (which turns on "
+                 "channelz's timestamps)")
       ->capture_default_str();
   app.add_option("--sleepBetweenRPCs", flags.sleep_between_rpcs,
                  "Random pause below this before each operation; > 0 skips the warmup")

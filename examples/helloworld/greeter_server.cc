@@ -1,6 +1,6 @@
 // A greeter server: answers helloworld.Greeter/SayHello, wire-compatible with every gRPC
-// implementation's helloworld client, and serves the admin services (health, reflection), so
-// that `rill_cli ls localhost:50051`, grpcurl or a health probe can inspect it.
+// implementation's helloworld client, and serves the admin services (health, reflection,
+// channelz), so that `rill_cli ls localhost:50051`, grpcurl or a health probe can inspect it.
 //
 //   greeter_server --port 50051
 #include <csignal>

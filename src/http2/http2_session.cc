@@ -588,4 +588,12 @@ uint32_t Http2Session::peer_max_concurrent_streams() const {
 
 std::string_view Nghttp2ErrorText(int error) { return nghttp2_strerror(error); }
 
+int64_t Http2Session::local_window() const noexcept {
+  return nghttp2_session_get_local_window_size(session_);
+}
+
+int64_t Http2Session::remote_window() const noexcept {
+  return nghttp2_session_get_remote_window_size(session_);
+}
+
 }  // namespace rill::internal

@@ -203,6 +203,10 @@ class Http2Session {
   // Dynamic flow control: the connection window and every stream's window become `window`
   // (SETTINGS_INITIAL_WINDOW_SIZE for the streams).
   void UpdateReceiveWindow(uint32_t window);
+  // The connection-level flow-control windows: what the peer may still send us, and what we
+  // may still send the peer.
+  [[nodiscard]] int64_t local_window() const noexcept;
+  [[nodiscard]] int64_t remote_window() const noexcept;
   // Total DATA payload bytes received so far.
   [[nodiscard]] uint64_t data_bytes_received() const noexcept { return data_bytes_received_; }
   // True once after an ACK of a PING whose payload was `payload` arrived.

@@ -53,6 +53,12 @@ ChannelImpl::ChannelImpl(std::string target, Address address, ChannelOptions opt
   user_agent_ = options_.user_agent_prefix.empty()
                     ? std::string(kRillUserAgent)
                     : options_.user_agent_prefix + " " + std::string(kRillUserAgent);
+  channelz_.name = target_;
+  channelz_.target = target_;
+  subchannel_.name = target_;
+  subchannel_.target = target_;
+  channelz::Registry::Get().Register(channelz_);
+  channelz::Registry::Get().Register(subchannel_, &channelz_);
 }
 
 ChannelImpl::~ChannelImpl() = default;
@@ -103,6 +109,14 @@ void ChannelImpl::CloseOnReactor() {
 
 void ChannelImpl::SetState(State state) {
   state_ = state;
+  using rill::channelz::ConnectivityState;
+  const ConnectivityState shown = state == State::kIdle         ? ConnectivityState::kIdle
+                                  : state == State::kConnecting ? ConnectivityState::kConnecting
+                                  : state == State::kReady      ? ConnectivityState::kReady
+                                  : state == State::kBackoff ? ConnectivityState::kTransientFailure
+                                                             : ConnectivityState::kShutdown;
+  channelz_.SetState(shown);
+  subchannel_.SetState(shown);
   std::lock_guard lock(state_mu_);
   published_state_ = state;
   state_cv_.notify_all();

@@ -36,6 +36,7 @@
 #include "rill/credentials.h"
 #include "rill/mem/buffer_pool.h"
 #include "rill/reactor_pool.h"
+#include "src/base/channelz.h"
 #include "src/base/gate.h"
 #include "src/base/ref_counted.h"
 #include "src/rpc/compressor_set.h"
@@ -77,6 +78,10 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
   [[nodiscard]] const std::string& user_agent() const noexcept { return user_agent_; }
   [[nodiscard]] const CompressorSet& compressors() const noexcept { return compressors_; }
   [[nodiscard]] bool OnReactor() const noexcept { return ReactorPool::Current() == io_context_; }
+  // The channel and its one subchannel (the connections to its target) as channelz shows them;
+  // their counters are written on the reactor.
+  [[nodiscard]] channelz::ChannelNode& channelz() noexcept { return channelz_; }
+  [[nodiscard]] channelz::ChannelNode& channelz_subchannel() noexcept { return subchannel_; }
 
   // Starts a unary call (from any thread). The request is serialized before this returns.
   void StartUnary(const MethodDescriptor& method, ClientContext& context,
@@ -137,6 +142,9 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
   void CloseOnReactor();
 
   OwnedReactors owned_;
+  // Before the connections, which register under subchannel_.
+  channelz::ChannelNode channelz_{/*subchannel=*/false};
+  channelz::ChannelNode subchannel_{/*subchannel=*/true};
   const std::string target_;
   const Address address_;
   ChannelOptions options_;

@@ -144,6 +144,9 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   inbound_.Reset(channel_.options().max_receive_message_size, /*credit_on_receipt=*/!stream);
   interceptors_started_ = 0;
   completed_ = false;
+  channelz_admitted_ = false;
+  channelz_on_subchannel_ = false;
+  messages_before_stream_ = stream ? 0 : 1;  // a unary call's request is queued at once
   delivery_pending_ = false;
   stream_open_ = false;
   released_ = false;
@@ -328,6 +331,14 @@ void ClientCall::StartOn(ClientTransport& transport) {
     return;
   }
   transport.connection().ScheduleFlush();
+  {
+    channelz::SocketNode& socket = transport.channelz();
+    socket.StreamStarted(/*local=*/true);
+    if (messages_before_stream_ != 0) socket.MessagesSent(messages_before_stream_);
+    messages_before_stream_ = 0;
+    channelz_on_subchannel_ = true;
+    channel_.channelz_subchannel().calls.Started();
+  }
   if (stats_.active()) {
     StatsQueued(stats_.Headers(/*out=*/true,
                                is_stream_ ? &stats_metadata_ : &context_->metadata(),
@@ -343,6 +354,8 @@ void ClientCall::Fail(Status status) { Complete(std::move(status)); }
 
 void ClientCall::Admit(Gate::Holder holder) {
   gate_holder_ = std::move(holder);
+  channelz_admitted_ = true;
+  channel_.channelz().calls.Started();
   if (stats_.active()) StatsQueued(stats_.Begin({}));
   // The deadline runs from here, also while the call waits for a connection.
   if (!completed_ && deadline_ != ClientContext::Clock::time_point::max()) ArmDeadline();
@@ -441,7 +454,10 @@ void ClientCall::OnData(Buffer payload) {
   }
   const size_t queued_before = inbound_.count();
   Status status = inbound_.Push(std::move(payload), session, stream_id_, channel_.pool());
-  if (stats_.active() && status.ok()) RecordReceived(queued_before);
+  if (status.ok() && inbound_.count() != queued_before) {
+    transport_->channelz().MessagesReceived(static_cast<int64_t>(inbound_.count() - queued_before));
+    if (stats_.active()) RecordReceived(queued_before);
+  }
   if (!status.ok()) {
     Cancel(std::move(status));
   } else if (!is_stream_ && inbound_.count() > 1) {
@@ -488,6 +504,9 @@ Status ClientCall::StatusFromResponse() {
 }
 
 void ClientCall::OnStreamClosed(uint32_t error_code) {
+  if (stream_open_ && transport_ != nullptr) {
+    transport_->channelz().StreamEnded(error_code == kHttp2NoError);
+  }
   stream_open_ = false;
   if (!completed_) {
     Complete(error_code == kHttp2NoError ? StatusFromResponse() : StatusForReset(error_code));
@@ -500,6 +519,7 @@ void ClientCall::OnStreamClosed(uint32_t error_code) {
 }
 
 void ClientCall::OnConnectionLost(const Status& reason) {
+  if (stream_open_ && transport_ != nullptr) transport_->channelz().StreamEnded(false);
   stream_open_ = false;
   transport_ = nullptr;
   if (!completed_) {
@@ -548,6 +568,8 @@ void ClientCall::ArmDeadline() {
 void ClientCall::Complete(Status status) {
   if (completed_) return;
   completed_ = true;
+  if (channelz_admitted_) channel_.channelz().calls.Ended(status.ok());
+  if (channelz_on_subchannel_) channel_.channelz_subchannel().calls.Ended(status.ok());
   if (deadline_armed_) deadline_timer_.cancel();
   pending_status_ = std::move(status);
   delivery_pending_ = true;
@@ -678,6 +700,11 @@ void ClientCall::TryWrite() {
   }
   if (out_.queued_bytes() >= kWriteQuota) return;  // OnDataFramed retries
   if (stats_.active()) StatsQueued(stats_.OutMessage(write_bytes_, request_compressor_));
+  if (stream_open_) {
+    transport_->channelz().MessageSent();
+  } else {
+    ++messages_before_stream_;
+  }
   out_.Push(std::move(write_bytes_));
   if (write_last_) {
     out_.Finish();

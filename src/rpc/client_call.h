@@ -224,6 +224,11 @@ class ClientCall : public RefCounted<ClientCall> {
   std::shared_ptr<CallCredentials> call_credentials_;  // to apply before the call starts
   std::string credentials_authority_;
   bool completed_ = false;
+  // For channelz: the call was admitted on the channel (it counts as started there), it got a
+  // stream (it counts on the subchannel), and the messages queued before it had one.
+  bool channelz_admitted_ = false;
+  bool channelz_on_subchannel_ = false;
+  int64_t messages_before_stream_ = 0;
   bool stream_open_ = false;
   bool released_ = true;
   Gate::Holder gate_holder_;

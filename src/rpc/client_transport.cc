@@ -41,7 +41,11 @@ ClientTransport::ClientTransport(ChannelImpl& channel, Http2Connection::Socket s
     : channel_(channel),
       connection_(std::move(socket), ConnectionOptions(channel),
                   this, channel.pool(), this),
-      holder_(std::move(holder)) {}
+      holder_(std::move(holder)) {
+  connection_.AttachChannelz(&channelz_);
+  channelz_.name = channelz_.remote_name;
+  channelz::Registry::Get().Register(channelz_, &channel.channelz_subchannel());
+}
 
 ClientTransport::~ClientTransport() = default;
 

@@ -8,6 +8,7 @@
 
 #include <vector>
 
+#include "src/base/channelz.h"
 #include "src/base/gate.h"
 #include "src/http2/http2_session.h"
 #include "src/rpc/call_stats.h"
@@ -36,6 +37,7 @@ class ClientTransport final : public Http2Handler, public Http2Connection::Owner
   [[nodiscard]] Http2Connection& connection() noexcept { return connection_; }
   [[nodiscard]] Http2Session& session() noexcept { return connection_.session(); }
   [[nodiscard]] ChannelImpl& channel() noexcept { return channel_; }
+  [[nodiscard]] channelz::SocketNode& channelz() noexcept { return channelz_; }
   [[nodiscard]] size_t active_calls() const noexcept { return calls_.size(); }
 
   // Http2Handler.
@@ -60,6 +62,7 @@ class ClientTransport final : public Http2Handler, public Http2Connection::Owner
 
  private:
   ChannelImpl& channel_;
+  channelz::SocketNode channelz_;  // before connection_, which reports to it
   Http2Connection connection_;
   std::vector<ClientCall*> calls_;  // each call knows its index (swap-remove, no allocation)
   ClientCall* deferred_head_ = nullptr;

@@ -106,6 +106,9 @@ void ServerCall::Begin(int32_t stream_id) {
   out_.Reset();
   headers_sent_ = false;
   status_sent_ = false;
+  channelz_started_ = false;
+  sent_ok_ = false;
+  stream_reset_ = false;
   response_compressor_ = nullptr;
   deferred_ = 0;
   queued_ = false;
@@ -200,6 +203,12 @@ void ServerCall::OnHeadersEnd(bool end_stream) {
     return;
   }
   phase_ = Phase::kReceiving;
+  {
+    channelz::SocketNode& channelz = transport_->channelz();
+    channelz_started_ = true;
+    channelz.StreamStarted(/*local=*/false);
+    channelz.calls.Started();
+  }
   if (stats_.active()) {
     stats_.Describe(context_.method_, context_.authority_,
                     timeout_.value_or(std::chrono::nanoseconds(-1)));
@@ -249,7 +258,10 @@ void ServerCall::OnData(Buffer payload) {
   const size_t queued_before = inbound_.count();
   Status status = inbound_.Push(std::move(payload), session, stream_id_,
                                 transport_->server().pool());
-  if (stats_.active() && status.ok()) RecordReceived(queued_before);
+  if (status.ok() && inbound_.count() != queued_before) {
+    transport_->channelz().MessagesReceived(static_cast<int64_t>(inbound_.count() - queued_before));
+    if (stats_.active()) RecordReceived(queued_before);
+  }
   if (!status.ok()) {
     Fail(200, std::move(status));
   } else if (single_request() && inbound_.count() > 1) {
@@ -434,6 +446,7 @@ void ServerCall::FinishUnary(Status status) {
   request_message_ = response_message_ = nullptr;
   if (status.ok() && SendHeadersIfNeeded()) {
     if (stats_.active()) StatsQueued(stats_.OutMessage(response, ResponseCompressor()));
+    transport_->channelz().MessageSent();
     out_.Push(std::move(response));
     SendStatus(Status());
   } else {
@@ -515,6 +528,7 @@ void ServerCall::SendStatus(Status status, bool drop_queued) {
       session.Resume(stream_id_, &out_);
     }
   }
+  sent_ok_ = status.ok();
   status_sent_ = true;
   phase_ = Phase::kFinished;
   DisarmDeadline();
@@ -629,6 +643,7 @@ void ServerCall::OnDeadline() {
 
 void ServerCall::OnStreamClosed(uint32_t error_code) {
   stream_closed_ = true;
+  stream_reset_ = error_code != kHttp2NoError;
   if (phase_ != Phase::kFinished) {
     // The client reset the stream (or the connection broke) before we answered.
     Cancel(StatusCode::kCancelled);
@@ -664,6 +679,11 @@ void ServerCall::MaybeRelease() {
     }
   }
   released_ = true;
+  if (channelz_started_) {
+    channelz::SocketNode& channelz = transport_->channelz();
+    channelz.calls.Ended(status_sent_ && sent_ok_);
+    channelz.StreamEnded(status_sent_ && !stream_reset_);
+  }
   transport_->ReleaseCall(this);
 }
 
@@ -756,6 +776,7 @@ Awaitable<bool> ServerCall::WriteOutgoing(OutgoingMessage message, WriteOptions 
     co_return false;
   }
   if (stats_.active()) StatsQueued(stats_.OutMessage(bytes, compressor));
+  transport_->channelz().MessageSent();
   out_.Push(std::move(bytes));
   transport_->session().Resume(stream_id_, &out_);
   Flush();

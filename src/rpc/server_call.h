@@ -171,6 +171,11 @@ class ServerCall final : public ServerStreamCore {
   HeaderBlock headers_;
   bool headers_sent_ = false;
   bool status_sent_ = false;
+  // For channelz: the call got its request headers (it counts as started), the status it sent
+  // was OK, and the stream closed without a reset.
+  bool channelz_started_ = false;
+  bool sent_ok_ = false;
+  bool stream_reset_ = false;
   Compressor* response_compressor_ = nullptr;
 
   // Life cycle.

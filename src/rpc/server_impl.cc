@@ -51,6 +51,18 @@ Status ServerImpl::Start() {
     if (port.selected_port != nullptr) *port.selected_port = (*listener)->port();
     listeners_.push_back(std::move(*listener));
   }
+  for (const auto& listener : listeners_) {
+    if (!channelz_.name.empty()) channelz_.name += ", ";
+    channelz_.name += listener->name();
+  }
+  channelz::Registry::Get().Register(channelz_);
+  for (const auto& listener : listeners_) {
+    auto node = std::make_unique<channelz::SocketNode>(/*listen=*/true);
+    node->name = listener->name();
+    node->DescribeSocket(listener->native_handle());
+    channelz::Registry::Get().Register(*node, &channelz_);
+    listen_nodes_.push_back(std::move(node));
+  }
   for (auto& listener : listeners_) listener->Start();
   return Status();
 }
@@ -135,6 +147,7 @@ void ServerImpl::RunShutdown(std::chrono::milliseconds grace) {
     }
   }
   for (auto& listener : listeners_) listener->Stop();
+  listen_nodes_.clear();
   {
     std::unique_lock lock(mu_);
     for (const auto& entry : transports_) {

@@ -24,6 +24,7 @@
 #include "rill/server.h"
 #include "rill/service.h"
 #include "rill/stats.h"
+#include "src/base/channelz.h"
 #include "src/rpc/compressor_set.h"
 #include "src/transport/address.h"
 #include "src/transport/listener.h"
@@ -73,6 +74,8 @@ class ServerImpl {
   }
   [[nodiscard]] const std::vector<int>& ports() const noexcept { return bound_ports_; }
   [[nodiscard]] const CompressorSet& compressors() const noexcept { return compressors_; }
+  // The server's channelz node: its connections register under it.
+  [[nodiscard]] channelz::ServerNode& channelz_node() noexcept { return channelz_; }
 
   // A connection is done and nothing refers to its transport: destroys it. Called on the
   // transport's reactor, from a fresh handler.
@@ -123,6 +126,8 @@ class ServerImpl {
   std::unordered_map<std::string, const detail::MethodHandler*, StringHash, std::equal_to<>>
       methods_;
   std::vector<std::unique_ptr<Listener>> listeners_;
+  channelz::ServerNode channelz_;
+  std::vector<std::unique_ptr<channelz::SocketNode>> listen_nodes_;
   std::vector<int> bound_ports_;
 
   std::mutex mu_;

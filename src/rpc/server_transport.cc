@@ -49,7 +49,11 @@ ServerTransport::ServerTransport(ServerImpl& server, Http2Connection::Socket soc
       connection_(std::move(socket), ConnectionOptions(server.options(), std::move(tls)), this,
                   server.pool(), this),
       lifetime_timer_(connection_.io_context()),
-      notice_timer_(connection_.io_context()) {}
+      notice_timer_(connection_.io_context()) {
+  connection_.AttachChannelz(&channelz_);
+  channelz_.name = channelz_.remote_name;
+  channelz::Registry::Get().Register(channelz_, &server.channelz_node());
+}
 
 ServerTransport::~ServerTransport() = default;
 

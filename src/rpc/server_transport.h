@@ -15,6 +15,7 @@
 #include <memory>
 #include <vector>
 
+#include "src/base/channelz.h"
 #include "src/http2/http2_session.h"
 #include "src/rpc/call_stats.h"
 #include "src/transport/http2_connection.h"
@@ -42,6 +43,7 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
   [[nodiscard]] ServerImpl& server() noexcept { return server_; }
   [[nodiscard]] Http2Connection& connection() noexcept { return connection_; }
   [[nodiscard]] Http2Session& session() noexcept { return connection_.session(); }
+  [[nodiscard]] channelz::SocketNode& channelz() noexcept { return channelz_; }
 
   // A call finished with its stream and its handler: back to the free list.
   void ReleaseCall(ServerCall* call);
@@ -80,6 +82,7 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
   ServerCall* deferred_tail_ = nullptr;
 
   ServerImpl& server_;
+  channelz::SocketNode channelz_;  // before connection_, which reports to it
   Http2Connection connection_;
   std::vector<std::unique_ptr<ServerCall>> calls_;  // every call object this transport made
   std::vector<ServerCall*> free_calls_;

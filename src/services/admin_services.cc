@@ -6,6 +6,7 @@ AdminServices AddAdminServices(ServerBuilder& builder) {
   AdminServices admin;
   admin.health = AddHealthService(builder);
   AddReflectionService(builder);
+  AddChannelzService(builder);
   return admin;
 }
 

@@ -10,6 +10,7 @@
 
 #include "rill/log.h"
 #include "rill/mem/buffer_pool.h"
+#include "src/base/channelz.h"
 #include "src/transport/address.h"
 #include "src/transport/tls_context.h"
 #include "src/transport/tls_engine.h"
@@ -73,6 +74,11 @@ Http2Connection::Http2Connection(Socket socket, const Options& options, Http2Han
 }
 
 Http2Connection::~Http2Connection() = default;
+
+void Http2Connection::AttachChannelz(channelz::SocketNode* node) {
+  channelz_ = node;
+  node->DescribeSocket(fd_);
+}
 
 void Http2Connection::Start() {
   if (handshake_timeout_.count() > 0) {
@@ -148,6 +154,7 @@ void Http2Connection::OnKeepaliveTimer() {
     return;
   }
   session_.SubmitPing(kKeepalivePingPayload);
+  if (channelz_ != nullptr) channelz_->keepalives_sent.Add();
   keepalive_deadline_ = now + policy_.keepalive_timeout;
   ScheduleFlush();
   ArmKeepalive(policy_.keepalive_timeout);
@@ -226,6 +233,10 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
   in_read_turn_ = false;
   if (!closed_ && !close_after_flush_) ApplyPolicies();
   if (!closed_ && !close_after_flush_ && bdp_) UpdateFlowControl();
+  if (channelz_ != nullptr && channelz::Enabled()) {
+    channelz_->local_window.store(session_.local_window(), std::memory_order_relaxed);
+    channelz_->remote_window.store(session_.remote_window(), std::memory_order_relaxed);
+  }
   if (!closed_) {
     if (!HandshakePending() && handshake_timeout_.count() > 0) {
       handshake_timer_.cancel();
@@ -264,6 +275,7 @@ bool Http2Connection::ReceiveTls(std::span<const std::byte> ciphertext) {
     }
     if (!tls_->handshake_done()) return true;  // all input taken; more is needed
     identity_ = tls_->Identity();
+    if (channelz_ != nullptr) channelz::Registry::Get().SetTls(*channelz_, tls_->ChannelzInfo());
     owner_->OnTlsHandshakeDone();
     if (closed_) return false;
   }

@@ -40,6 +40,9 @@ namespace rill::internal {
 
 class TlsContext;
 class TlsEngine;
+namespace channelz {
+class SocketNode;
+}  // namespace channelz
 
 class Http2Connection {
  public:
@@ -109,6 +112,9 @@ class Http2Connection {
   [[nodiscard]] bool secure() const noexcept { return tls_ != nullptr; }
   // Who the peer is (after the TLS handshake; `secure` is false on a plaintext connection).
   [[nodiscard]] const PeerIdentity& peer_identity() const noexcept { return identity_; }
+  // The channelz node the connection reports keepalives, windows and TLS parameters to (set
+  // once, before Start(); must outlive the connection). Its addresses are filled in here.
+  void AttachChannelz(channelz::SocketNode* node);
 
   // Writes what the session queued, at the end of the current event-loop turn (once, however
   // often it is called in the turn).
@@ -153,6 +159,7 @@ class Http2Connection {
   OutputBatch batch_;
   OutputBatch cipher_;  // TLS: ciphertext to write (unused on a plaintext connection)
   std::unique_ptr<TlsEngine> tls_;
+  channelz::SocketNode* channelz_ = nullptr;
   PeerIdentity identity_;
   BufferPool* pool_;
   Owner* owner_;

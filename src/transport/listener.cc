@@ -125,6 +125,10 @@ StatusOr<std::unique_ptr<Listener>> Listener::Create(const Address& address,
 
 Listener::~Listener() { Stop(); }
 
+int Listener::native_handle() const noexcept { return state_->acceptor.native_handle(); }
+
+const std::string& Listener::name() const noexcept { return state_->name; }
+
 void Listener::Start() {
   asio::post(state_->io_context, [state = state_] { state->AcceptNext(); });
 }

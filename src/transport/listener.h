@@ -38,6 +38,10 @@ class Listener {
   // Stops accepting and closes the listening socket; returns once the accept loop has ended.
   void Stop();
   [[nodiscard]] int port() const noexcept { return port_; }
+  // The listening socket (valid until Stop()).
+  [[nodiscard]] int native_handle() const noexcept;
+  // "ipv4:0.0.0.0:5000", "unix:/path".
+  [[nodiscard]] const std::string& name() const noexcept;
 
  private:
   struct State;

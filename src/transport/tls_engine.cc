@@ -246,6 +246,31 @@ void TlsEngine::Shutdown() {
   ERR_clear_error();
 }
 
+namespace {
+
+std::string CertificateDer(X509* cert) {
+  if (cert == nullptr) return {};
+  const int length = i2d_X509(cert, nullptr);
+  if (length <= 0) return {};
+  std::string der(static_cast<size_t>(length), '\0');
+  auto* out = reinterpret_cast<unsigned char*>(der.data());
+  i2d_X509(cert, &out);
+  return der;
+}
+
+}  // namespace
+
+rill::channelz::TlsInfo TlsEngine::ChannelzInfo() const {
+  rill::channelz::TlsInfo info;
+  if (const SSL_CIPHER* cipher = SSL_get_current_cipher(ssl_); cipher != nullptr) {
+    const char* name = SSL_CIPHER_standard_name(cipher);
+    info.cipher = name != nullptr ? name : SSL_CIPHER_get_name(cipher);
+  }
+  info.local_certificate = CertificateDer(SSL_get_certificate(ssl_));
+  info.remote_certificate = CertificateDer(SSL_get0_peer_certificate(ssl_));
+  return info;
+}
+
 PeerIdentity TlsEngine::Identity() const {
   PeerIdentity identity;
   identity.secure = true;

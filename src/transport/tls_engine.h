@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "rill/channelz.h"
 #include "rill/credentials.h"
 #include "rill/status_or.h"
 #include "src/http2/output_batch.h"
@@ -70,6 +71,9 @@ class TlsEngine {
 
   // The negotiated parameters and the peer's certificate (after the handshake).
   [[nodiscard]] PeerIdentity Identity() const;
+  // What channelz shows (after the handshake): the cipher's IANA name and both certificates
+  // (DER).
+  [[nodiscard]] rill::channelz::TlsInfo ChannelzInfo() const;
 
  private:
   friend struct TlsBio;

@@ -145,10 +145,11 @@ TEST_F(ReflectionTest, ListsEveryRegisteredService) {
   for (const auto& service : response.list_services_response().service()) {
     names.insert(service.name());
   }
-  EXPECT_EQ(names, (std::set<std::string>{"grpc.testing.TestService", "grpc.health.v1.Health",
-                                          "grpc.reflection.v1.ServerReflection",
-                                          "grpc.reflection.v1alpha.ServerReflection",
-                                          "reflection_test.Extended"}));
+  EXPECT_EQ(names,
+            (std::set<std::string>{"grpc.testing.TestService", "grpc.health.v1.Health",
+                                   "grpc.reflection.v1.ServerReflection",
+                                   "grpc.reflection.v1alpha.ServerReflection",
+                                   "grpc.channelz.v1.Channelz", "reflection_test.Extended"}));
 }
 
 TEST_F(ReflectionTest, ResolvesEveryServiceAndMessageFromTheFilesItSends) {
@@ -277,7 +278,7 @@ TEST_F(ReflectionTest, V1AlphaAnswersTheSame) {
   v1alpha::ServerReflectionRequest request;
   request.set_list_services("");
   v1alpha::ServerReflectionResponse response = stream.Ask(request);
-  EXPECT_EQ(response.list_services_response().service_size(), 5);
+  EXPECT_EQ(response.list_services_response().service_size(), 6);
   request.set_file_containing_symbol("grpc.testing.TestService");
   response = stream.Ask(request);
   EXPECT_EQ(FileNames(response).size(), 3u);

@@ -1,5 +1,6 @@
 // The admin bundle: the standard services that let operators and their tools inspect a server,
-// added in one call. Today: grpc.health.v1.Health and server reflection (v1 and v1alpha).
+// added in one call: grpc.health.v1.Health, server reflection (v1 and v1alpha) and
+// grpc.channelz.v1.Channelz.
 //
 //   rill::ServerBuilder builder;
 //   builder.AddListeningPort("0.0.0.0:50051").RegisterService(&greeter);
@@ -14,6 +15,7 @@
 
 #include <memory>
 
+#include "rill/services/channelz.h"
 #include "rill/services/health.h"
 #include "rill/services/reflection.h"
 
@@ -26,7 +28,8 @@ struct AdminServices {
   std::shared_ptr<HealthService> health;
 };
 
-// Registers the admin services on `builder` (see AddHealthService(), AddReflectionService()).
+// Registers the admin services on `builder` (see AddHealthService(), AddReflectionService(),
+// AddChannelzService()).
 // The server keeps them alive.
 AdminServices AddAdminServices(ServerBuilder& builder);
 
