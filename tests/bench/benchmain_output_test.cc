@@ -82,22 +82,36 @@ std::vector<std::map<std::string, std::string>> Extras(const std::string& err) {
   return lines;
 }
 
+// A benchmain run and the result blocks of its stdout.
+struct BenchmainRun {
+  CommandResult command;
+  std::vector<ParsedBlock> blocks;
+};
+
+// Runs benchmain with `args`; it must exit 0 and print `count` result blocks (fatal failures
+// otherwise).
+void RunBenchmain(const std::string& args, std::size_t count, BenchmainRun* run) {
+  run->command = RunCommand(RILL_BENCHMAIN, args);
+  ASSERT_EQ(run->command.exit_code, 0) << run->command.err;
+  run->blocks = ParseAll(run->command.out);
+  ASSERT_EQ(run->blocks.size(), count) << run->command.out;
+}
+
 bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
 TEST(BenchmainOutputTest, UnaryRunsParseAsGrpcGoAndTheResultFileReadsBack) {
   const std::string result_file = TempPath("json");
-  const CommandResult run =
-      RunCommand(RILL_BENCHMAIN,
-                 "-workloads=unary -benchtime=200ms -maxConcurrentCalls=4 -reqSizeBytes=1 "
-                 "-respSizeBytes=1 -resultFile=" +
-                     result_file);
-  ASSERT_EQ(run.exit_code, 0) << run.err;
+  BenchmainRun run;
 
   // grpc-go's defaults for -latency (0s,40ms) and -kbps (0,10240) make four runs.
-  const std::vector<ParsedBlock> blocks = ParseAll(run.out);
-  ASSERT_EQ(blocks.size(), 4u) << run.out;
+  ASSERT_NO_FATAL_FAILURE(
+      RunBenchmain("-workloads=unary -benchtime=200ms -maxConcurrentCalls=4 -reqSizeBytes=1 "
+                   "-respSizeBytes=1 -resultFile=" +
+                       result_file,
+                   4, &run));
+  const std::vector<ParsedBlock>& blocks = run.blocks;
   const char* const shaping[] = {"latency_0s-kbps_0-", "latency_0s-kbps_10240-",
                                  "latency_40ms-kbps_0-", "latency_40ms-kbps_10240-"};
   for (std::size_t i = 0; i < blocks.size(); ++i) {
@@ -126,8 +140,8 @@ TEST(BenchmainOutputTest, UnaryRunsParseAsGrpcGoAndTheResultFileReadsBack) {
   // A simulated 40 ms one-way latency makes every round trip at least 80 ms.
   EXPECT_GE(blocks[2].latency_ns.at("50"), 80e6);
 
-  const std::vector<std::map<std::string, std::string>> extras = Extras(run.err);
-  ASSERT_EQ(extras.size(), 4u) << run.err;
+  const std::vector<std::map<std::string, std::string>> extras = Extras(run.command.err);
+  ASSERT_EQ(extras.size(), 4u) << run.command.err;
   for (const auto& e : extras) {
     EXPECT_EQ(e.at("mode"), "unary");
     EXPECT_NE(e.at("server_cpu_us_per_op"), "n/a");
@@ -152,15 +166,14 @@ TEST(BenchmainOutputTest, UnaryRunsParseAsGrpcGoAndTheResultFileReadsBack) {
 }
 
 TEST(BenchmainOutputTest, EveryWorkloadRunsWithBothPoolsOverASimulatedLan) {
-  const CommandResult run =
-      RunCommand(RILL_BENCHMAIN,
-                 "-workloads=all -recvBufferPool=all -networkMode=LAN -benchtime=200ms "
-                 "-maxConcurrentCalls=2 -reqSizeBytes=1 -respSizeBytes=1");
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  const std::vector<ParsedBlock> blocks = ParseAll(run.out);
-  ASSERT_EQ(blocks.size(), 6u) << run.out;
-  const std::vector<std::map<std::string, std::string>> extras = Extras(run.err);
-  ASSERT_EQ(extras.size(), 6u) << run.err;
+  BenchmainRun run;
+  ASSERT_NO_FATAL_FAILURE(
+      RunBenchmain("-workloads=all -recvBufferPool=all -networkMode=LAN -benchtime=200ms "
+                   "-maxConcurrentCalls=2 -reqSizeBytes=1 -respSizeBytes=1",
+                   6, &run));
+  const std::vector<ParsedBlock>& blocks = run.blocks;
+  const std::vector<std::map<std::string, std::string>> extras = Extras(run.command.err);
+  ASSERT_EQ(extras.size(), 6u) << run.command.err;
 
   const char* const modes[] = {"unary", "streaming", "unconstrained"};
   for (std::size_t i = 0; i < blocks.size(); ++i) {
@@ -198,16 +211,15 @@ TEST(BenchmainOutputTest, EveryWorkloadRunsWithBothPoolsOverASimulatedLan) {
 // With the preloader, neither side serializes or compresses per message: the messages are
 // prepared once and every send references them, so the pool serves fewer blocks per operation.
 TEST(BenchmainOutputTest, PreloaderSendsPreparedMessagesOnBothStreamingWorkloads) {
-  const CommandResult run =
-      RunCommand(RILL_BENCHMAIN,
-                 "-workloads=streaming -preloader=both -compression=gzip -benchtime=300ms "
-                 "-maxConcurrentCalls=2 -reqSizeBytes=1024 -respSizeBytes=1024 -latency=0s "
-                 "-kbps=0");
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  const std::vector<ParsedBlock> blocks = ParseAll(run.out);
-  ASSERT_EQ(blocks.size(), 2u) << run.out;
-  const std::vector<std::map<std::string, std::string>> extras = Extras(run.err);
-  ASSERT_EQ(extras.size(), 2u) << run.err;
+  BenchmainRun run;
+  ASSERT_NO_FATAL_FAILURE(
+      RunBenchmain("-workloads=streaming -preloader=both -compression=gzip -benchtime=300ms "
+                   "-maxConcurrentCalls=2 -reqSizeBytes=1024 -respSizeBytes=1024 -latency=0s "
+                   "-kbps=0",
+                   2, &run));
+  const std::vector<ParsedBlock>& blocks = run.blocks;
+  const std::vector<std::map<std::string, std::string>> extras = Extras(run.command.err);
+  ASSERT_EQ(extras.size(), 2u) << run.command.err;
   double hits_per_op[2] = {0, 0};
   for (std::size_t i = 0; i < 2; ++i) {
     const ParsedBlock& b = blocks[i];
@@ -221,26 +233,24 @@ TEST(BenchmainOutputTest, PreloaderSendsPreparedMessagesOnBothStreamingWorkloads
   // prefix on each side; with it, none of those.
   EXPECT_LT(hits_per_op[1], hits_per_op[0] - 2) << hits_per_op[0] << " vs " << hits_per_op[1];
 
-  const CommandResult unconstrained =
-      RunCommand(RILL_BENCHMAIN,
-                 "-workloads=unconstrained -preloader=on -compression=gzip -benchtime=200ms "
-                 "-maxConcurrentCalls=1 -reqSizeBytes=1024 -respSizeBytes=1024 -latency=0s "
-                 "-kbps=0");
-  ASSERT_EQ(unconstrained.exit_code, 0) << unconstrained.err;
-  const std::vector<ParsedBlock> ublocks = ParseAll(unconstrained.out);
-  ASSERT_EQ(ublocks.size(), 1u) << unconstrained.out;
+  BenchmainRun unconstrained;
+  ASSERT_NO_FATAL_FAILURE(
+      RunBenchmain("-workloads=unconstrained -preloader=on -compression=gzip -benchtime=200ms "
+                   "-maxConcurrentCalls=1 -reqSizeBytes=1024 -respSizeBytes=1024 -latency=0s "
+                   "-kbps=0",
+                   1, &unconstrained));
+  const std::vector<ParsedBlock>& ublocks = unconstrained.blocks;
   EXPECT_TRUE(Contains(ublocks[0].features, "preloader_true-"));
 }
 
 TEST(BenchmainOutputTest, AcceptsEveryGoFlagSpellingAndRefusesBadValues) {
-  const CommandResult run =
-      RunCommand(RILL_BENCHMAIN,
-                 "--workloads=streaming -benchtime 100ms -maxConcurrentCalls=1 -reqSizeBytes=1 "
-                 "-respSizeBytes=1 -latency=0s -kbps=0 -bufconn -compression=gzip -preloader=on "
-                 "-clientWriteBufferSize=0 -serverWriteBufferSize 100");
-  ASSERT_EQ(run.exit_code, 0) << run.err;
-  const std::vector<ParsedBlock> blocks = ParseAll(run.out);
-  ASSERT_EQ(blocks.size(), 1u);
+  BenchmainRun run;
+  ASSERT_NO_FATAL_FAILURE(
+      RunBenchmain("--workloads=streaming -benchtime 100ms -maxConcurrentCalls=1 -reqSizeBytes=1 "
+                   "-respSizeBytes=1 -latency=0s -kbps=0 -bufconn -compression=gzip -preloader=on "
+                   "-clientWriteBufferSize=0 -serverWriteBufferSize 100",
+                   1, &run));
+  const std::vector<ParsedBlock>& blocks = run.blocks;
   EXPECT_EQ(blocks[0].run_mode, "streaming");
   EXPECT_TRUE(Contains(blocks[0].features, "bufConn_true-"));
   EXPECT_TRUE(Contains(blocks[0].features, "compressor_gzip-"));

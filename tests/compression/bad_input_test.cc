@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "tests/testing/codecs.h"
 #include "tests/testing/compression_service.h"
 
 namespace rill::test {
@@ -36,22 +37,6 @@ bool WaitForCalls(const CallRecorder& recorder, size_t count) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   return true;
-}
-
-// The built-ins, with `replacement` instead of the one of the same name.
-std::vector<std::shared_ptr<Compressor>> BuiltInsWith(std::shared_ptr<Compressor> replacement) {
-  std::vector<std::shared_ptr<Compressor>> out;
-  for (auto& compressor : DefaultCompressors()) {
-    out.push_back(compressor->name() == replacement->name() ? replacement : compressor);
-  }
-  return out;
-}
-
-std::shared_ptr<Compressor> BuiltIn(std::string_view name) {
-  for (auto& compressor : DefaultCompressors()) {
-    if (compressor->name() == name) return compressor;
-  }
-  return nullptr;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -142,7 +127,7 @@ class BadStreamTest : public ::testing::TestWithParam<BadParam> {
 // The client's compressor spoils a request: INTERNAL from the server, then good calls.
 TEST_P(BadStreamTest, FromClientUnary) {
   fixture_.setup().channel_compressors =
-      BuiltInsWith(std::make_shared<BadCompressor>(BuiltIn(encoding()), bad()));
+      BuiltInsWith(std::make_shared<BadCompressor>(BuiltinCompressor(encoding()), bad()));
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
   PrepareContext(context, encoding());
@@ -159,8 +144,8 @@ TEST_P(BadStreamTest, FromClientUnary) {
 
 // The same in the second message of a bidi stream (the first is compressed properly).
 TEST_P(BadStreamTest, FromClientStreaming) {
-  fixture_.setup().channel_compressors =
-      BuiltInsWith(std::make_shared<BadCompressor>(BuiltIn(encoding()), bad(), /*min_size=*/kSize));
+  fixture_.setup().channel_compressors = BuiltInsWith(
+      std::make_shared<BadCompressor>(BuiltinCompressor(encoding()), bad(), /*min_size=*/kSize));
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
   PrepareContext(context, encoding());
@@ -181,7 +166,7 @@ TEST_P(BadStreamTest, FromClientStreaming) {
 // The server's compressor spoils a response: INTERNAL on the client, then good calls.
 TEST_P(BadStreamTest, FromServerUnary) {
   fixture_.setup().server_compressors =
-      BuiltInsWith(std::make_shared<BadCompressor>(BuiltIn(encoding()), bad()));
+      BuiltInsWith(std::make_shared<BadCompressor>(BuiltinCompressor(encoding()), bad()));
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
   PrepareContext(context, "", encoding());
@@ -197,8 +182,8 @@ TEST_P(BadStreamTest, FromServerUnary) {
 
 // The same in the second response of a bidi stream.
 TEST_P(BadStreamTest, FromServerStreaming) {
-  fixture_.setup().server_compressors =
-      BuiltInsWith(std::make_shared<BadCompressor>(BuiltIn(encoding()), bad(), /*min_size=*/kSize));
+  fixture_.setup().server_compressors = BuiltInsWith(
+      std::make_shared<BadCompressor>(BuiltinCompressor(encoding()), bad(), /*min_size=*/kSize));
   ASSERT_TRUE(fixture_.Start());
   ClientContext context;
   PrepareContext(context, "", encoding());

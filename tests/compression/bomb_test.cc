@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/testing/codecs.h"
 #include "tests/testing/compression_service.h"
 #include "tests/testing/leak_check.h"
 
@@ -36,21 +37,6 @@ namespace {
 
 constexpr size_t kLimit = 4 * 1024 * 1024;
 constexpr size_t kReadBlock = 32 * 1024;  // ServerOptions / ChannelOptions read_block_size
-
-std::shared_ptr<Compressor> BuiltIn(std::string_view name) {
-  for (auto& compressor : DefaultCompressors()) {
-    if (compressor->name() == name) return compressor;
-  }
-  return nullptr;
-}
-
-std::vector<std::shared_ptr<Compressor>> BuiltInsWith(std::shared_ptr<Compressor> replacement) {
-  std::vector<std::shared_ptr<Compressor>> out;
-  for (auto& compressor : DefaultCompressors()) {
-    out.push_back(compressor->name() == replacement->name() ? replacement : compressor);
-  }
-  return out;
-}
 
 std::shared_ptr<const std::string> BombFor(const std::string& encoding) {
   return encoding == "gzip" ? GzipOfZeros(kGiB) : ZstdOfZeros(kGiB);
@@ -95,130 +81,135 @@ void ExpectBounded(const char* side, const std::string& encoding,
 
 class BombTest : public ::testing::TestWithParam<std::string> {
  protected:
+  enum class Bomber { kClient, kServer };
+
   const std::string& encoding() const { return GetParam(); }
   void TearDown() override { fixture_.Stop(); }
+
+  // Starts a server and channel where `bomber`'s compressor sends the bomb for any message
+  // larger than it (trigger_ bytes and up) and the other side receives with a limit of kLimit,
+  // decompressing (measured_) in pool_.
+  bool StartWithBomber(Bomber bomber) {
+    bomber_side_ = bomber;
+    const auto bomb = BombFor(encoding());
+    trigger_ = bomb->size() + 1;  // a message must be larger than the bomb to carry it
+    bomber_ = std::make_shared<BombCompressor>(BuiltinCompressor(encoding()), bomb, trigger_);
+    measured_ = std::make_shared<MeasuredDecompressor>(BuiltinCompressor(encoding()), pool_);
+    auto& setup = fixture_.setup();
+    if (bomber == Bomber::kClient) {
+      setup.server_pool = &pool_;
+      setup.server_options.max_receive_message_size = kLimit;
+      setup.server_compressors = BuiltInsWith(measured_);
+      setup.channel_compressors = BuiltInsWith(bomber_);
+    } else {
+      setup.server_compressors = BuiltInsWith(bomber_);
+      setup.channel_options.buffer_pool = &pool_;
+      setup.channel_options.max_receive_message_size = kLimit;
+      setup.channel_compressors = BuiltInsWith(measured_);
+    }
+    return fixture_.Start();
+  }
+
+  // A call that carries the bomb: compressed in the encoding by the bomber's side, with a
+  // deadline only a hang reaches.
+  void PrepareBombCall(ClientContext& context) const {
+    context.set_timeout(std::chrono::seconds(60));
+    if (bomber_side_ == Bomber::kClient) {
+      context.set_compression(encoding());
+    } else {
+      context.AddMetadata(kResponseEncodingKey, encoding());
+    }
+  }
+
+  // A unary call whose request (the client bombs) or response (the server bombs) carries the
+  // bomb ends RESOURCE_EXHAUSTED, the bomb sent once.
+  void ExpectUnaryBombRefused() {
+    ClientContext context;
+    PrepareBombCall(context);
+    const size_t large = trigger_ + 1000;
+    const SimpleRequest request = bomber_side_ == Bomber::kClient
+                                      ? ZerosRequest(large, 10)
+                                      : ZerosRequest(10, static_cast<int32_t>(large));
+    SimpleResponse response;
+    const rill::Status status = fixture_.stub().UnaryCall(context, request, &response);
+    EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status;
+    EXPECT_EQ(bomber_->bombs_sent(), 1);
+  }
+
+  // A FullDuplexCall: a good exchange first (compressed by the bomber), then a message (the
+  // client bombs) or response (the server bombs) carrying the bomb, which ends the call
+  // RESOURCE_EXHAUSTED.
+  void ExpectStreamBombRefused() {
+    ClientContext context;
+    PrepareBombCall(context);
+    const bool client_bombs = bomber_side_ == Bomber::kClient;
+    const auto large = static_cast<int32_t>(trigger_ + 1000);
+    auto stream = fixture_.stub().FullDuplexCall(context);
+    StreamingOutputCallResponse response;
+    ASSERT_TRUE(stream->BlockingWrite(client_bombs ? StreamRequest(5000, {{100, {}}})
+                                                   : StreamRequest(10, {{5000, {}}})));
+    ASSERT_TRUE(stream->BlockingRead(&response));
+    if (!client_bombs) {
+      EXPECT_TRUE(context.response_compressed());
+    }
+    (void)stream->BlockingWrite(client_bombs ? StreamRequest(large, {{100, {}}})
+                                             : StreamRequest(10, {{large, {}}}));
+    EXPECT_FALSE(stream->BlockingRead(&response));
+    const rill::Status status = stream->BlockingFinish();
+    EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status;
+  }
+
+  // After the bomb, good calls on the same connection (`plain_too`: an uncompressed one, then
+  // one compressed in the encoding), and nothing left out of the pool between calls.
+  void ExpectGoodCallsAfter(bool plain_too) {
+    if (plain_too) ExpectGoodUnaryCall(fixture_.stub(), "");
+    ExpectGoodUnaryCall(fixture_.stub(), encoding(), 10000);
+    ExpectOneConnection(fixture_.recorder());
+    EXPECT_TRUE(WaitUntilEmpty(pool_)) << pool_.bytes_out() << " bytes still out";
+  }
 
   // Declared before the fixture: the server and channel release into it when they stop.
   PeakPool pool_{TestBufferPool()};
   CompressionFixture fixture_;
+  Bomber bomber_side_ = Bomber::kClient;
+  size_t trigger_ = 0;
+  std::shared_ptr<BombCompressor> bomber_;
+  std::shared_ptr<MeasuredDecompressor> measured_;
 };
 
 TEST_P(BombTest, ClientToServerUnary) {
-  const auto bomb = BombFor(encoding());
-  const size_t trigger = bomb->size() + 1;  // a message must be larger than the bomb to carry it
-  auto bomber = std::make_shared<BombCompressor>(BuiltIn(encoding()), bomb, trigger);
-  auto measured = std::make_shared<MeasuredDecompressor>(BuiltIn(encoding()), pool_);
-  fixture_.setup().server_pool = &pool_;
-  fixture_.setup().server_options.max_receive_message_size = kLimit;
-  fixture_.setup().server_compressors = BuiltInsWith(measured);
-  fixture_.setup().channel_compressors = BuiltInsWith(bomber);
-  ASSERT_TRUE(fixture_.Start());
-
-  ClientContext context;
-  context.set_timeout(std::chrono::seconds(60));
-  context.set_compression(encoding());
-  SimpleResponse response;
-  const rill::Status status =
-      fixture_.stub().UnaryCall(context, ZerosRequest(trigger + 1000, 10), &response);
-  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status;
-  EXPECT_EQ(bomber->bombs_sent(), 1);
+  ASSERT_TRUE(StartWithBomber(Bomber::kClient));
+  ExpectUnaryBombRefused();
   EXPECT_EQ(fixture_.service().requests_seen(), 0);
-  ExpectBounded("server", encoding(), measured->last(), pool_);
+  ExpectBounded("server", encoding(), measured_->last(), pool_);
 
   // Good calls on the same connection: plain, and properly compressed in the same encoding.
-  ExpectGoodUnaryCall(fixture_.stub(), "");
-  ExpectGoodUnaryCall(fixture_.stub(), encoding(), 10000);
-  ExpectOneConnection(fixture_.recorder());
-  EXPECT_TRUE(WaitUntilEmpty(pool_)) << pool_.bytes_out() << " bytes still out";
+  ExpectGoodCallsAfter(/*plain_too=*/true);
 }
 
 TEST_P(BombTest, ClientToServerStreaming) {
-  const auto bomb = BombFor(encoding());
-  const size_t trigger = bomb->size() + 1;
-  auto bomber = std::make_shared<BombCompressor>(BuiltIn(encoding()), bomb, trigger);
-  auto measured = std::make_shared<MeasuredDecompressor>(BuiltIn(encoding()), pool_);
-  fixture_.setup().server_pool = &pool_;
-  fixture_.setup().server_options.max_receive_message_size = kLimit;
-  fixture_.setup().server_compressors = BuiltInsWith(measured);
-  fixture_.setup().channel_compressors = BuiltInsWith(bomber);
-  ASSERT_TRUE(fixture_.Start());
-
-  ClientContext context;
-  context.set_timeout(std::chrono::seconds(60));
-  context.set_compression(encoding());
-  auto stream = fixture_.stub().FullDuplexCall(context);
-  StreamingOutputCallResponse response;
-  ASSERT_TRUE(stream->BlockingWrite(StreamRequest(5000, {{100, {}}})));  // a good message first
-  ASSERT_TRUE(stream->BlockingRead(&response));
-  (void)stream->BlockingWrite(StreamRequest(trigger + 1000, {{100, {}}}));
-  EXPECT_FALSE(stream->BlockingRead(&response));
-  const rill::Status status = stream->BlockingFinish();
-  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status;
-  EXPECT_EQ(bomber->bombs_sent(), 1);
+  ASSERT_TRUE(StartWithBomber(Bomber::kClient));
+  ExpectStreamBombRefused();
+  EXPECT_EQ(bomber_->bombs_sent(), 1);
   EXPECT_EQ(fixture_.service().requests_seen(), 1);
-  ExpectBounded("server-stream", encoding(), measured->last(), pool_);
-
-  ExpectGoodUnaryCall(fixture_.stub(), encoding(), 10000);
-  ExpectOneConnection(fixture_.recorder());
-  EXPECT_TRUE(WaitUntilEmpty(pool_)) << pool_.bytes_out() << " bytes still out";
+  ExpectBounded("server-stream", encoding(), measured_->last(), pool_);
+  ExpectGoodCallsAfter(/*plain_too=*/false);
 }
 
 TEST_P(BombTest, ServerToClientUnary) {
-  const auto bomb = BombFor(encoding());
-  const size_t trigger = bomb->size() + 1;
-  auto bomber = std::make_shared<BombCompressor>(BuiltIn(encoding()), bomb, trigger);
-  auto measured = std::make_shared<MeasuredDecompressor>(BuiltIn(encoding()), pool_);
-  fixture_.setup().server_compressors = BuiltInsWith(bomber);
-  fixture_.setup().channel_options.buffer_pool = &pool_;
-  fixture_.setup().channel_options.max_receive_message_size = kLimit;
-  fixture_.setup().channel_compressors = BuiltInsWith(measured);
-  ASSERT_TRUE(fixture_.Start());
+  ASSERT_TRUE(StartWithBomber(Bomber::kServer));
+  ExpectUnaryBombRefused();
+  ExpectBounded("client", encoding(), measured_->last(), pool_);
 
-  ClientContext context;
-  context.set_timeout(std::chrono::seconds(60));
-  context.AddMetadata(kResponseEncodingKey, encoding());
-  SimpleResponse response;
-  const rill::Status status = fixture_.stub().UnaryCall(
-      context, ZerosRequest(10, static_cast<int32_t>(trigger + 1000)), &response);
-  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status;
-  EXPECT_EQ(bomber->bombs_sent(), 1);
-  ExpectBounded("client", encoding(), measured->last(), pool_);
-
-  ExpectGoodUnaryCall(fixture_.stub(), "");
-  ExpectGoodUnaryCall(fixture_.stub(), encoding(), 10000);
-  ExpectOneConnection(fixture_.recorder());
   // The channel's connection stays up; between calls it holds no blocks.
-  EXPECT_TRUE(WaitUntilEmpty(pool_)) << pool_.bytes_out() << " bytes still out";
+  ExpectGoodCallsAfter(/*plain_too=*/true);
 }
 
 TEST_P(BombTest, ServerToClientStreaming) {
-  const auto bomb = BombFor(encoding());
-  const size_t trigger = bomb->size() + 1;
-  auto bomber = std::make_shared<BombCompressor>(BuiltIn(encoding()), bomb, trigger);
-  auto measured = std::make_shared<MeasuredDecompressor>(BuiltIn(encoding()), pool_);
-  fixture_.setup().server_compressors = BuiltInsWith(bomber);
-  fixture_.setup().channel_options.buffer_pool = &pool_;
-  fixture_.setup().channel_options.max_receive_message_size = kLimit;
-  fixture_.setup().channel_compressors = BuiltInsWith(measured);
-  ASSERT_TRUE(fixture_.Start());
-
-  ClientContext context;
-  context.set_timeout(std::chrono::seconds(60));
-  context.AddMetadata(kResponseEncodingKey, encoding());
-  auto stream = fixture_.stub().FullDuplexCall(context);
-  StreamingOutputCallResponse response;
-  ASSERT_TRUE(stream->BlockingWrite(StreamRequest(10, {{5000, {}}})));
-  ASSERT_TRUE(stream->BlockingRead(&response));
-  EXPECT_TRUE(context.response_compressed());
-  (void)stream->BlockingWrite(StreamRequest(10, {{static_cast<int32_t>(trigger + 1000), {}}}));
-  EXPECT_FALSE(stream->BlockingRead(&response));
-  const rill::Status status = stream->BlockingFinish();
-  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status;
-  ExpectBounded("client-stream", encoding(), measured->last(), pool_);
-
-  ExpectGoodUnaryCall(fixture_.stub(), encoding(), 10000);
-  ExpectOneConnection(fixture_.recorder());
-  EXPECT_TRUE(WaitUntilEmpty(pool_)) << pool_.bytes_out() << " bytes still out";
+  ASSERT_TRUE(StartWithBomber(Bomber::kServer));
+  ExpectStreamBombRefused();
+  ExpectBounded("client-stream", encoding(), measured_->last(), pool_);
+  ExpectGoodCallsAfter(/*plain_too=*/false);
 }
 
 INSTANTIATE_TEST_SUITE_P(GzipAndZstd, BombTest, ::testing::Values("gzip", "zstd"),

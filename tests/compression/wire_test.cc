@@ -7,13 +7,13 @@
 //   - a client whose grpc-accept-encoding leaves out the request's encoding gets its response
 //     uncompressed (no grpc-encoding, flag 0).
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "tests/http2/raw_h2_client.h"
+#include "tests/testing/codecs.h"
 #include "tests/testing/compression_service.h"
 
 namespace rill::test {
@@ -22,20 +22,8 @@ namespace {
 constexpr char kUnaryPath[] = "/grpc.testing.TestService/UnaryCall";
 constexpr size_t kSize = 20000;
 
-// gzip by zlib itself.
-std::string Gzip(std::string_view data) {
-  z_stream z{};
-  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, data.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
+// gzip (RFC 1952) by zlib itself, independent of rill's compressors.
+std::string Gzip(std::string_view data) { return ZlibCompress(data, kGzipWindowBits); }
 
 // The answer lists the server's own encodings, whatever it registered; a good call follows on
 // the same HTTP/2 connection.

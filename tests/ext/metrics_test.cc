@@ -24,9 +24,6 @@
 namespace rill::test {
 namespace {
 
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-
 class Service final : public grpc::testing::TestService::Service {
  public:
   Status UnaryCall(ServerContext&, const SimpleRequest& request,

@@ -6,7 +6,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nghttp2/nghttp2.h>
-#include <zlib.h>
 
 #include <atomic>
 #include <mutex>
@@ -18,16 +17,13 @@
 #include "rill/mem/leak_checking_pool.h"
 #include "rill/server_context.h"
 #include "tests/http2/raw_h2_client.h"
+#include "tests/testing/codecs.h"
 #include "tests/testing/fixture.h"
 #include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
 
-using grpc::testing::Empty;
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::TestService;
 using ::testing::AnyOf;
 using ::testing::Optional;
 
@@ -70,19 +66,7 @@ std::string SerializedRequest(int32_t response_size = 10) {
 }
 
 // gzip (RFC 1952) by zlib itself, independent of rill's compressors.
-std::string Gzip(std::string_view data) {
-  z_stream z{};
-  deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY);
-  std::string out(deflateBound(&z, data.size()) + 64, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  z.avail_in = static_cast<uInt>(data.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  deflate(&z, Z_FINISH);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
+std::string Gzip(std::string_view data) { return ZlibCompress(data, kGzipWindowBits); }
 
 class BadInputTest : public ::testing::Test {
  protected:

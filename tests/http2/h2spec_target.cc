@@ -7,7 +7,6 @@
 // Prints `listening on <port>` on stdout once it accepts connections and runs until SIGINT or
 // SIGTERM. Requests that are not gRPC get rill's ordinary answer (405 or 415 with a short
 // text body and the gRPC status in trailers), which is what such a tool exercises.
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -15,6 +14,7 @@
 
 #include "grpc/testing/test.rill.h"
 #include "rill/server.h"
+#include "tests/testing/serve_until_stopped.h"
 
 namespace {
 
@@ -48,25 +48,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const rill::test::StopSignals stop;
 
   TargetService service;
   int bound = 0;
   rill::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:" + std::to_string(port), &bound).RegisterService(&service);
   auto server = builder.Build();
-  if (!server.ok()) {
-    std::fprintf(stderr, "cannot start: %s\n", server.status().ToString().c_str());
-    return 1;
-  }
-  std::printf("listening on %d\n", bound);
-  std::fflush(stdout);
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  (*server)->Shutdown(std::chrono::seconds(1));
-  return 0;
+  return rill::test::ServeUntilStopped(server, bound, stop);
 }

@@ -33,9 +33,6 @@
 namespace rill::test {
 namespace {
 
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::TestService;
 using std::chrono::milliseconds;
 
 constexpr char kParkedPath[] = "/grpc.testing.TestService/UnaryCall";

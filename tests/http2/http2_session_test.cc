@@ -204,6 +204,17 @@ BufferSlice Bytes(size_t n, char fill) {
   return BufferSlice(std::move(b));
 }
 
+// Sends a whole request of `n` bytes of `fill` from the pair's client, through `request`, and
+// returns what the server's handler recorded of it.
+StreamRecord& SendWholeRequest(SessionPair& pair, StreamRecord& request, size_t n, char fill) {
+  request.out.Push(Bytes(n, fill));
+  request.out.Finish();
+  const int32_t id = pair.Request(&request.out);
+  EXPECT_GT(id, 0);
+  pair.Pump();
+  return pair.server_handler().stream(id);
+}
+
 TEST(Http2SessionTest, LargeDataArrivesAsAViewOfTheReadBlock) {
   StreamRecord request;
   {
@@ -230,11 +241,7 @@ TEST(Http2SessionTest, SmallDataIsCopiedOutOfTheReadBlock) {
   StreamRecord request;
   {
     SessionPair pair;
-    request.out.Push(Bytes(100, 's'));
-    request.out.Finish();
-    const int32_t id = pair.Request(&request.out);
-    pair.Pump();
-    StreamRecord& s = pair.server_handler().stream(id);
+    StreamRecord& s = SendWholeRequest(pair, request, 100, 's');
     EXPECT_EQ(s.data_string(), std::string(100, 's'));
     EXPECT_TRUE(s.small_data_copied) << "small DATA pinned the read block";
     for (const Buffer& b : s.data) EXPECT_FALSE(b.IsPooled());
@@ -246,11 +253,7 @@ TEST(Http2SessionTest, SmallDataIsCopiedOutOfTheReadBlock) {
 TEST(Http2SessionTest, AViewKeepsOnlyItsReadBlockAlive) {
   StreamRecord request;
   SessionPair pair;
-  request.out.Push(Bytes(8000, 'v'));
-  request.out.Finish();
-  const int32_t id = pair.Request(&request.out);
-  pair.Pump();
-  StreamRecord& s = pair.server_handler().stream(id);
+  StreamRecord& s = SendWholeRequest(pair, request, 8000, 'v');
   ASSERT_FALSE(s.data.empty());
   // The view holds its block: the bytes stay readable after Receive() returned.
   EXPECT_EQ(s.data_string(), std::string(8000, 'v'));

@@ -9,11 +9,9 @@
 // Prints `listening on <port>` once it accepts calls, and at SIGINT/SIGTERM
 // `served <calls> calls, threw in <n> (start <a>, handler <b>, end <c>)` before it exits.
 #include <CLI/CLI.hpp>
-
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <atomic>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -24,14 +22,11 @@
 #include "rill/interceptor.h"
 #include "rill/log.h"
 #include "rill/server.h"
+#include "tests/testing/grpc_testing_names.h"
+#include "tests/testing/serve_until_stopped.h"
 
+namespace rill::test {
 namespace {
-
-using grpc::testing::Empty;
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
 
 constexpr std::string_view kThrowIn = "x-test-only-throw-in";
 
@@ -120,9 +115,7 @@ void QuietLog(rill::LogSeverity severity, std::string_view message) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   CLI::App app("rill server whose user code throws on a third of its calls");
   int port = 0;
   app.add_option("--port", port, "TCP port to listen on; 0 picks a free one")
@@ -130,11 +123,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   rill::SetLogHandler(&QuietLog);
 
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const rill::test::StopSignals stop;
 
   FaultyService service;
   int bound = 0;
@@ -143,17 +132,14 @@ int main(int argc, char** argv) {
                     .RegisterService(&service)
                     .AddInterceptor(std::make_shared<FaultyInterceptor>())
                     .Build();
-  if (!server.ok()) {
-    std::fprintf(stderr, "cannot start: %s\n", server.status().ToString().c_str());
-    return 1;
-  }
-  std::printf("listening on %d\n", bound);
-  std::fflush(stdout);
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  (*server)->Shutdown(std::chrono::seconds(1));
+  if (const int code = rill::test::ServeUntilStopped(server, bound, stop); code != 0) return code;
   const int threw = g_threw_start.load() + g_threw_handler.load() + g_threw_end.load();
   std::printf("served %d calls, threw in %d (start %d, handler %d, end %d)\n", g_calls.load(),
               threw, g_threw_start.load(), g_threw_handler.load(), g_threw_end.load());
   return 0;
 }
+
+}  // namespace
+}  // namespace rill::test
+
+int main(int argc, char** argv) { return rill::test::Main(argc, argv); }

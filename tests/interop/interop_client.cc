@@ -33,17 +33,11 @@
 #include "rill/channel.h"
 #include "rill/client_context.h"
 #include "rill/credentials.h"
+#include "tests/interop/interop_cases.h"
+#include "tests/testing/grpc_testing_names.h"
 
 namespace rill::test::interop {
 namespace {
-
-using grpc::testing::Empty;
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingInputCallRequest;
-using grpc::testing::StreamingInputCallResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
 
 constexpr std::string_view kEchoInitialKey = "x-grpc-test-echo-initial";
 constexpr std::string_view kEchoInitialValue = "test_initial_metadata_value";
@@ -146,58 +140,40 @@ std::string Describe(std::optional<std::string_view> value) {
   return out + "\"";
 }
 
+using DuplexStream = ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse>;
+
+// The Empty calls: EmptyCall, UnimplementedCall on TestService (a method the server does not
+// implement), UnimplementedCall on UnimplementedService (a service the server does not have).
+enum class EmptyMethod { kEmptyCall, kUnimplementedMethod, kUnimplementedService };
+
 class InteropClient {
  public:
   explicit InteropClient(const std::shared_ptr<Channel>& channel)
       : stub_(channel), unimplemented_stub_(channel) {}
 
   Awaitable<Outcome> EmptyUnary() {
-    ClientContext context;
-    SetDeadline(context);
-    Empty request;
-    Empty response;
-    Status status = co_await stub_.EmptyCall(context, request, &response, asio::use_awaitable);
-    INTEROP_EXPECT_CODE(status, StatusCode::kOk);
-    co_return Outcome{};
+    return EmptyCallEnds(EmptyMethod::kEmptyCall, StatusCode::kOk);
   }
 
   Awaitable<Outcome> LargeUnary() {
     ClientContext context;
-    SetDeadline(context);
-    SimpleRequest request = LargeUnaryRequest();
-    SimpleResponse response;
-    Status status = co_await stub_.UnaryCall(context, request, &response, asio::use_awaitable);
-    INTEROP_EXPECT_CODE(status, StatusCode::kOk);
-    INTEROP_EXPECT(IsZeros(response.payload().body(), 314159),
-                   "response has %zu bytes (or non-zero bytes), wanted 314159 zeros",
-                   response.payload().body().size());
-    co_return Outcome{};
+    co_return co_await Unary(&context, LargeUnaryRequest(), StatusCode::kOk);
   }
 
   Awaitable<Outcome> ClientCompressedUnary() {
     {
       // The probe: an uncompressed request that claims to be compressed must be refused.
       ClientContext context;
-      SetDeadline(context);
       SimpleRequest request = LargeUnaryRequest();
       request.mutable_expect_compressed()->set_value(true);
-      SimpleResponse response;
-      Status status = co_await stub_.UnaryCall(context, request, &response, asio::use_awaitable);
-      INTEROP_EXPECT_CODE(status, StatusCode::kInvalidArgument);
+      INTEROP_CHECK(Unary(&context, request, StatusCode::kInvalidArgument, "the probe"));
     }
     for (bool compressed : {true, false}) {
       ClientContext context;
-      SetDeadline(context);
       if (compressed) context.set_compression("gzip");
       SimpleRequest request = LargeUnaryRequest();
       request.mutable_expect_compressed()->set_value(compressed);
-      SimpleResponse response;
-      Status status = co_await stub_.UnaryCall(context, request, &response, asio::use_awaitable);
-      INTEROP_EXPECT_CODE(status, StatusCode::kOk);
-      INTEROP_EXPECT(IsZeros(response.payload().body(), 314159),
-                     "compressed=%d: response has %zu bytes (or non-zero bytes), wanted 314159 "
-                     "zeros",
-                     compressed, response.payload().body().size());
+      INTEROP_CHECK(Unary(&context, request, StatusCode::kOk, Format("compressed=%d", compressed)));
     }
     co_return Outcome{};
   }
@@ -205,40 +181,22 @@ class InteropClient {
   Awaitable<Outcome> ServerCompressedUnary() {
     for (bool compressed : {true, false}) {
       ClientContext context;
-      SetDeadline(context);
       SimpleRequest request = LargeUnaryRequest();
       request.mutable_response_compressed()->set_value(compressed);
-      SimpleResponse response;
-      Status status = co_await stub_.UnaryCall(context, request, &response, asio::use_awaitable);
-      INTEROP_EXPECT_CODE(status, StatusCode::kOk);
+      const std::string what = Format("response_compressed=%d", compressed);
+      INTEROP_CHECK(Unary(&context, request, StatusCode::kOk, what));
       INTEROP_EXPECT(context.response_compressed() == compressed,
-                     "response_compressed=%d but the response's compressed flag is %s", compressed,
+                     "%s but the response's compressed flag is %s", what.c_str(),
                      compressed ? "clear" : "set");
-      INTEROP_EXPECT(IsZeros(response.payload().body(), 314159),
-                     "response_compressed=%d: response has %zu bytes (or non-zero bytes), "
-                     "wanted 314159 zeros",
-                     compressed, response.payload().body().size());
     }
     co_return Outcome{};
   }
 
   Awaitable<Outcome> ClientStreaming() {
     ClientContext context;
-    SetDeadline(context);
-    StreamingInputCallResponse response;
-    auto writer = stub_.StreamingInputCall(context, &response);
-    for (int size : {27182, 8, 1828, 45904}) {
-      StreamingInputCallRequest request;
-      request.mutable_payload()->set_body(Zeros(size));
-      INTEROP_EXPECT_STEP(co_await writer->Write(request), writer,
-                          "writing the %d-byte request failed", size);
-    }
-    INTEROP_EXPECT_STEP(co_await writer->WritesDone(), writer, "half-close failed");
-    Status status = co_await writer->Finish();
-    INTEROP_EXPECT_CODE(status, StatusCode::kOk);
-    INTEROP_EXPECT(response.aggregated_payload_size() == 74922, "aggregated_payload_size %d",
-                   response.aggregated_payload_size());
-    co_return Outcome{};
+    // (Built outside the co_await: GCC 12 miscompiles initializer lists inside one.)
+    const std::vector<InputMessage> messages = {{27182}, {8}, {1828}, {45904}};
+    co_return co_await ClientStream(&context, messages, 74922);
   }
 
   Awaitable<Outcome> ClientCompressedStreaming() {
@@ -256,77 +214,19 @@ class InteropClient {
       INTEROP_EXPECT_CODE(status, StatusCode::kInvalidArgument);
     }
     ClientContext context;
-    SetDeadline(context);
     context.set_compression("gzip");
-    StreamingInputCallResponse response;
-    auto writer = stub_.StreamingInputCall(context, &response);
-    StreamingInputCallRequest request;
-    request.mutable_expect_compressed()->set_value(true);
-    request.mutable_payload()->set_body(Zeros(27182));
-    INTEROP_EXPECT_STEP(co_await writer->Write(request), writer,
-                        "writing the compressed request failed");
-    request.mutable_expect_compressed()->set_value(false);
-    request.mutable_payload()->set_body(Zeros(45904));
-    INTEROP_EXPECT_STEP(co_await writer->Write(request, WriteOptions{.no_compression = true}),
-                        writer, "writing the uncompressed request failed");
-    INTEROP_EXPECT_STEP(co_await writer->WritesDone(), writer, "half-close failed");
-    Status status = co_await writer->Finish();
-    INTEROP_EXPECT_CODE(status, StatusCode::kOk);
-    INTEROP_EXPECT(response.aggregated_payload_size() == 73086, "aggregated_payload_size %d",
-                   response.aggregated_payload_size());
-    co_return Outcome{};
+    const std::vector<InputMessage> messages = {{27182, true},
+                                                {45904, false, /*no_compression=*/true}};
+    co_return co_await ClientStream(&context, messages, 73086);
   }
 
   Awaitable<Outcome> ServerStreaming() {
-    ClientContext context;
-    SetDeadline(context);
-    StreamingOutputCallRequest request;
-    const std::vector<int> sizes = {31415, 9, 2653, 58979};
-    for (int size : sizes) request.add_response_parameters()->set_size(size);
-    auto reader = stub_.StreamingOutputCall(context, request);
-    StreamingOutputCallResponse response;
-    size_t count = 0;
-    while (co_await reader->Read(&response)) {
-      INTEROP_EXPECT(count < sizes.size(), "more than %zu responses", sizes.size());
-      INTEROP_EXPECT(IsZeros(response.payload().body(), sizes[count]),
-                     "response %zu has %zu bytes (or non-zero bytes), wanted %d zeros", count,
-                     response.payload().body().size(), sizes[count]);
-      ++count;
-    }
-    Status status = co_await reader->Finish();
-    INTEROP_EXPECT_CODE(status, StatusCode::kOk);
-    INTEROP_EXPECT(count == sizes.size(), "%zu responses, wanted %zu", count, sizes.size());
-    co_return Outcome{};
+    return ServerStream(
+        {{31415, std::nullopt}, {9, std::nullopt}, {2653, std::nullopt}, {58979, std::nullopt}});
   }
 
   Awaitable<Outcome> ServerCompressedStreaming() {
-    ClientContext context;
-    SetDeadline(context);
-    StreamingOutputCallRequest request;
-    const std::vector<std::pair<int, bool>> parameters = {{31415, true}, {92653, false}};
-    for (auto [size, compressed] : parameters) {
-      auto* added = request.add_response_parameters();
-      added->set_size(size);
-      added->mutable_compressed()->set_value(compressed);
-    }
-    auto reader = stub_.StreamingOutputCall(context, request);
-    StreamingOutputCallResponse response;
-    size_t count = 0;
-    while (co_await reader->Read(&response)) {
-      INTEROP_EXPECT(count < parameters.size(), "more than %zu responses", parameters.size());
-      INTEROP_EXPECT(context.response_compressed() == parameters[count].second,
-                     "response %zu: compressed=%d asked, but the compressed flag is %s", count,
-                     parameters[count].second, parameters[count].second ? "clear" : "set");
-      INTEROP_EXPECT(IsZeros(response.payload().body(), parameters[count].first),
-                     "response %zu has %zu bytes (or non-zero bytes), wanted %d zeros", count,
-                     response.payload().body().size(), parameters[count].first);
-      ++count;
-    }
-    Status status = co_await reader->Finish();
-    INTEROP_EXPECT_CODE(status, StatusCode::kOk);
-    INTEROP_EXPECT(count == parameters.size(), "%zu responses, wanted %zu", count,
-                   parameters.size());
-    co_return Outcome{};
+    return ServerStream({{31415, true}, {92653, false}});
   }
 
   Awaitable<Outcome> PingPong() {
@@ -336,21 +236,9 @@ class InteropClient {
     const std::vector<std::pair<int, int>> exchanges = {
         {31415, 27182}, {9, 8}, {2653, 1828}, {58979, 45904}};
     for (auto [response_size, payload_size] : exchanges) {
-      StreamingOutputCallRequest request = StreamingRequest(response_size, payload_size);
-      INTEROP_EXPECT_STEP(co_await stream->Write(request), stream,
-                          "writing the %d-byte request failed", payload_size);
-      StreamingOutputCallResponse response;
-      INTEROP_EXPECT_STEP(co_await stream->Read(&response), stream,
-                          "no response to the %d-byte request", payload_size);
-      INTEROP_EXPECT(IsZeros(response.payload().body(), response_size),
-                     "response has %zu bytes (or non-zero bytes), wanted %d zeros",
-                     response.payload().body().size(), response_size);
+      INTEROP_CHECK(Exchange(stream.get(), response_size, payload_size));
     }
-    INTEROP_EXPECT_STEP(co_await stream->WritesDone(), stream, "half-close failed");
-    StreamingOutputCallResponse extra;
-    INTEROP_EXPECT(!co_await stream->Read(&extra), "a fifth response arrived");
-    Status status = co_await stream->Finish();
-    INTEROP_EXPECT_CODE(status, StatusCode::kOk);
+    INTEROP_CHECK(HalfCloseAndFinish(stream.get()));
     co_return Outcome{};
   }
 
@@ -358,11 +246,7 @@ class InteropClient {
     ClientContext context;
     SetDeadline(context);
     auto stream = stub_.FullDuplexCall(context);
-    INTEROP_EXPECT_STEP(co_await stream->WritesDone(), stream, "half-close failed");
-    StreamingOutputCallResponse response;
-    INTEROP_EXPECT(!co_await stream->Read(&response), "a response arrived on an empty stream");
-    Status status = co_await stream->Finish();
-    INTEROP_EXPECT_CODE(status, StatusCode::kOk);
+    INTEROP_CHECK(HalfCloseAndFinish(stream.get()));
     co_return Outcome{};
   }
 
@@ -383,58 +267,30 @@ class InteropClient {
     SetDeadline(context);
     StreamingInputCallResponse response;
     auto writer = stub_.StreamingInputCall(context, &response);
-    context.TryCancel();
-    Status status = co_await writer->Finish();
-    INTEROP_EXPECT_CODE(status, StatusCode::kCancelled);
-    co_return Outcome{};
+    co_return co_await CancelAndFinish(&context, writer.get());
   }
 
   Awaitable<Outcome> CancelAfterFirstResponse() {
     ClientContext context;
     SetDeadline(context);
     auto stream = stub_.FullDuplexCall(context);
-    StreamingOutputCallRequest request = StreamingRequest(31415, 27182);
-    INTEROP_EXPECT_STEP(co_await stream->Write(request), stream, "writing the request failed");
-    StreamingOutputCallResponse response;
-    INTEROP_EXPECT_STEP(co_await stream->Read(&response), stream, "no response arrived");
-    INTEROP_EXPECT(IsZeros(response.payload().body(), 31415),
-                   "response has %zu bytes (or non-zero bytes), wanted 31415 zeros",
-                   response.payload().body().size());
-    context.TryCancel();
-    Status status = co_await stream->Finish();
-    INTEROP_EXPECT_CODE(status, StatusCode::kCancelled);
-    co_return Outcome{};
+    INTEROP_CHECK(Exchange(stream.get(), 31415, 27182));
+    co_return co_await CancelAndFinish(&context, stream.get());
   }
 
   Awaitable<Outcome> CustomMetadata() {
     {
       ClientContext context;
-      SetDeadline(context);
       AddEchoMetadata(context);
-      SimpleRequest request = LargeUnaryRequest();
-      SimpleResponse response;
-      Status status = co_await stub_.UnaryCall(context, request, &response, asio::use_awaitable);
-      INTEROP_EXPECT_CODE(status, StatusCode::kOk);
-      INTEROP_EXPECT(IsZeros(response.payload().body(), 314159),
-                     "UnaryCall response has %zu bytes (or non-zero bytes), wanted 314159 zeros",
-                     response.payload().body().size());
+      INTEROP_CHECK(Unary(&context, LargeUnaryRequest(), StatusCode::kOk));
       INTEROP_CHECK(CheckEchoedMetadata(&context, "UnaryCall"));
     }
     ClientContext context;
     SetDeadline(context);
     AddEchoMetadata(context);
     auto stream = stub_.FullDuplexCall(context);
-    StreamingOutputCallRequest request = StreamingRequest(314159, 271828);
-    INTEROP_EXPECT_STEP(co_await stream->Write(request), stream, "writing the request failed");
-    StreamingOutputCallResponse response;
-    INTEROP_EXPECT_STEP(co_await stream->Read(&response), stream, "no response arrived");
-    INTEROP_EXPECT(IsZeros(response.payload().body(), 314159),
-                   "response has %zu bytes (or non-zero bytes), wanted 314159 zeros",
-                   response.payload().body().size());
-    INTEROP_EXPECT_STEP(co_await stream->WritesDone(), stream, "half-close failed");
-    INTEROP_EXPECT(!co_await stream->Read(&response), "a second response arrived");
-    Status status = co_await stream->Finish();
-    INTEROP_EXPECT_CODE(status, StatusCode::kOk);
+    INTEROP_CHECK(Exchange(stream.get(), 314159, 271828));
+    INTEROP_CHECK(HalfCloseAndFinish(stream.get()));
     INTEROP_CHECK(CheckEchoedMetadata(&context, "FullDuplexCall"));
     co_return Outcome{};
   }
@@ -443,22 +299,13 @@ class InteropClient {
     const std::string message = "test status message";
     {
       ClientContext context;
-      SetDeadline(context);
-      SimpleRequest request;
-      request.mutable_response_status()->set_code(2);
-      request.mutable_response_status()->set_message(message);
-      SimpleResponse response;
-      Status status = co_await stub_.UnaryCall(context, request, &response, asio::use_awaitable);
-      INTEROP_EXPECT_CODE(status, StatusCode::kUnknown);
-      INTEROP_EXPECT(status.message() == message, "UnaryCall status message %s",
-                     Describe(status.message()).c_str());
+      INTEROP_CHECK(Unary(&context, StatusRequest<SimpleRequest>(message), StatusCode::kUnknown,
+                          "UnaryCall", message));
     }
     ClientContext context;
     SetDeadline(context);
     auto stream = stub_.FullDuplexCall(context);
-    StreamingOutputCallRequest request;
-    request.mutable_response_status()->set_code(2);
-    request.mutable_response_status()->set_message(message);
+    const auto request = StatusRequest<StreamingOutputCallRequest>(message);
     INTEROP_EXPECT_STEP(co_await stream->Write(request), stream, "writing the request failed");
     co_await stream->WritesDone();  // may fail once the server has finished the call
     Status status = co_await stream->Finish();
@@ -469,43 +316,157 @@ class InteropClient {
   }
 
   Awaitable<Outcome> SpecialStatusMessage() {
+    const std::string message(kSpecialStatusMessage);
     ClientContext context;
-    SetDeadline(context);
-    SimpleRequest request;
-    request.mutable_response_status()->set_code(2);
-    request.mutable_response_status()->set_message(std::string(kSpecialStatusMessage));
+    co_return co_await Unary(&context, StatusRequest<SimpleRequest>(message), StatusCode::kUnknown,
+                             "UnaryCall", message);
+  }
+
+  Awaitable<Outcome> UnimplementedMethod() {
+    return EmptyCallEnds(EmptyMethod::kUnimplementedMethod, StatusCode::kUnimplemented);
+  }
+
+  Awaitable<Outcome> UnimplementedService() {
+    return EmptyCallEnds(EmptyMethod::kUnimplementedService, StatusCode::kUnimplemented);
+  }
+
+ private:
+  // Coroutine parameters are values or pointers: they are copied into the frame.
+
+  // A UnaryCall of `request` on `context` (given the case deadline here) that must end with
+  // `wanted`: when that is OK, with a response of request.response_size() zeros; otherwise,
+  // when `message` is given, with that status message. `what` names the call in a failure.
+  Awaitable<Outcome> Unary(ClientContext* context, SimpleRequest request, StatusCode wanted,
+                           std::string what = "UnaryCall",
+                           std::optional<std::string> message = std::nullopt) {
+    SetDeadline(*context);
     SimpleResponse response;
-    Status status = co_await stub_.UnaryCall(context, request, &response, asio::use_awaitable);
-    INTEROP_EXPECT_CODE(status, StatusCode::kUnknown);
-    INTEROP_EXPECT(status.message() == kSpecialStatusMessage, "status message %s",
+    Status status = co_await stub_.UnaryCall(*context, request, &response, asio::use_awaitable);
+    INTEROP_EXPECT(status.code() == wanted, "%s: status %s, wanted %s", what.c_str(),
+                   status.ToString().c_str(), std::string(StatusCodeName(wanted)).c_str());
+    if (wanted == StatusCode::kOk) {
+      INTEROP_EXPECT(IsZeros(response.payload().body(), request.response_size()),
+                     "%s: response has %zu bytes (or non-zero bytes), wanted %d zeros",
+                     what.c_str(), response.payload().body().size(), request.response_size());
+    }
+    INTEROP_EXPECT(!message || status.message() == *message, "%s status message %s", what.c_str(),
                    Describe(status.message()).c_str());
     co_return Outcome{};
   }
 
-  Awaitable<Outcome> UnimplementedMethod() {
+  Awaitable<Outcome> EmptyCallEnds(EmptyMethod method, StatusCode wanted) {
     ClientContext context;
     SetDeadline(context);
     Empty request;
     Empty response;
-    Status status =
-        co_await stub_.UnimplementedCall(context, request, &response, asio::use_awaitable);
-    INTEROP_EXPECT_CODE(status, StatusCode::kUnimplemented);
+    Status status;
+    switch (method) {
+      case EmptyMethod::kEmptyCall:
+        status = co_await stub_.EmptyCall(context, request, &response, asio::use_awaitable);
+        break;
+      case EmptyMethod::kUnimplementedMethod:
+        status = co_await stub_.UnimplementedCall(context, request, &response, asio::use_awaitable);
+        break;
+      case EmptyMethod::kUnimplementedService:
+        status = co_await unimplemented_stub_.UnimplementedCall(context, request, &response,
+                                                                asio::use_awaitable);
+        break;
+    }
+    INTEROP_EXPECT_CODE(status, wanted);
     co_return Outcome{};
   }
 
-  Awaitable<Outcome> UnimplementedService() {
+  // A client-streaming call on `context` (given the case deadline here) sending `messages`,
+  // which must end OK with `aggregated` as the aggregated payload size.
+  Awaitable<Outcome> ClientStream(ClientContext* context, std::vector<InputMessage> messages,
+                                  int aggregated) {
+    SetDeadline(*context);
+    StreamingInputCallResponse response;
+    auto writer = stub_.StreamingInputCall(*context, &response);
+    for (const InputMessage& message : messages) {
+      StreamingInputCallRequest request;
+      if (message.expect_compressed) {
+        request.mutable_expect_compressed()->set_value(*message.expect_compressed);
+      }
+      request.mutable_payload()->set_body(Zeros(message.size));
+      INTEROP_EXPECT_STEP(
+          co_await writer->Write(request, WriteOptions{.no_compression = message.no_compression}),
+          writer, "writing the %d-byte request failed", message.size);
+    }
+    INTEROP_EXPECT_STEP(co_await writer->WritesDone(), writer, "half-close failed");
+    Status status = co_await writer->Finish();
+    INTEROP_EXPECT_CODE(status, StatusCode::kOk);
+    INTEROP_EXPECT(response.aggregated_payload_size() == aggregated,
+                   "aggregated_payload_size %d, wanted %d", response.aggregated_payload_size(),
+                   aggregated);
+    co_return Outcome{};
+  }
+
+  // A server-streaming call asking for `responses`, which must all arrive, in order, as zeros
+  // of their size (and compressed or not as asked), before the call ends OK.
+  Awaitable<Outcome> ServerStream(std::vector<OutputMessage> responses) {
     ClientContext context;
     SetDeadline(context);
-    Empty request;
-    Empty response;
-    Status status = co_await unimplemented_stub_.UnimplementedCall(context, request, &response,
-                                                                   asio::use_awaitable);
-    INTEROP_EXPECT_CODE(status, StatusCode::kUnimplemented);
+    StreamingOutputCallRequest request;
+    for (const OutputMessage& wanted : responses) {
+      auto* added = request.add_response_parameters();
+      added->set_size(wanted.size);
+      if (wanted.compressed) added->mutable_compressed()->set_value(*wanted.compressed);
+    }
+    auto reader = stub_.StreamingOutputCall(context, request);
+    StreamingOutputCallResponse response;
+    size_t count = 0;
+    while (co_await reader->Read(&response)) {
+      INTEROP_EXPECT(count < responses.size(), "more than %zu responses", responses.size());
+      const OutputMessage& wanted = responses[count];
+      INTEROP_EXPECT(!wanted.compressed || context.response_compressed() == *wanted.compressed,
+                     "response %zu: compressed=%d asked, but the compressed flag is %s", count,
+                     *wanted.compressed, *wanted.compressed ? "clear" : "set");
+      INTEROP_EXPECT(IsZeros(response.payload().body(), wanted.size),
+                     "response %zu has %zu bytes (or non-zero bytes), wanted %d zeros", count,
+                     response.payload().body().size(), wanted.size);
+      ++count;
+    }
+    Status status = co_await reader->Finish();
+    INTEROP_EXPECT_CODE(status, StatusCode::kOk);
+    INTEROP_EXPECT(count == responses.size(), "%zu responses, wanted %zu", count, responses.size());
     co_return Outcome{};
   }
 
- private:
-  // Parameters are pointers: coroutine arguments are copied into the frame.
+  // Writes StreamingRequest(response_size, payload_size) on `stream` and reads its response,
+  // which must be `response_size` zeros.
+  static Awaitable<Outcome> Exchange(DuplexStream* stream, int response_size, int payload_size) {
+    StreamingOutputCallRequest request = StreamingRequest(response_size, payload_size);
+    INTEROP_EXPECT_STEP(co_await stream->Write(request), stream,
+                        "writing the %d-byte request failed", payload_size);
+    StreamingOutputCallResponse response;
+    INTEROP_EXPECT_STEP(co_await stream->Read(&response), stream,
+                        "no response to the %d-byte request", payload_size);
+    INTEROP_EXPECT(IsZeros(response.payload().body(), response_size),
+                   "response has %zu bytes (or non-zero bytes), wanted %d zeros",
+                   response.payload().body().size(), response_size);
+    co_return Outcome{};
+  }
+
+  // Cancels the call of `stream`, which must then end CANCELLED.
+  template <class Stream>
+  static Awaitable<Outcome> CancelAndFinish(ClientContext* context, Stream* stream) {
+    context->TryCancel();
+    Status status = co_await stream->Finish();
+    INTEROP_EXPECT_CODE(status, StatusCode::kCancelled);
+    co_return Outcome{};
+  }
+
+  // Half-closes `stream`, which must then end OK without a further response.
+  static Awaitable<Outcome> HalfCloseAndFinish(DuplexStream* stream) {
+    INTEROP_EXPECT_STEP(co_await stream->WritesDone(), stream, "half-close failed");
+    StreamingOutputCallResponse extra;
+    INTEROP_EXPECT(!co_await stream->Read(&extra), "a response arrived after the expected ones");
+    Status status = co_await stream->Finish();
+    INTEROP_EXPECT_CODE(status, StatusCode::kOk);
+    co_return Outcome{};
+  }
+
   static Awaitable<Outcome> CheckEchoedMetadata(const ClientContext* context, const char* method) {
     const std::optional<std::string_view> initial =
         context->initial_metadata().Get(kEchoInitialKey);
@@ -522,52 +483,27 @@ class InteropClient {
   grpc::testing::UnimplementedService::Stub unimplemented_stub_;
 };
 
-struct TestCase {
-  const char* name;
-  Awaitable<Outcome> (InteropClient::*run)();
-};
-
-// The order --test_case=all runs them in.
-constexpr TestCase kTestCases[] = {
-    {"empty_unary", &InteropClient::EmptyUnary},
-    {"large_unary", &InteropClient::LargeUnary},
-    {"client_compressed_unary", &InteropClient::ClientCompressedUnary},
-    {"server_compressed_unary", &InteropClient::ServerCompressedUnary},
-    {"client_streaming", &InteropClient::ClientStreaming},
-    {"client_compressed_streaming", &InteropClient::ClientCompressedStreaming},
-    {"server_streaming", &InteropClient::ServerStreaming},
-    {"server_compressed_streaming", &InteropClient::ServerCompressedStreaming},
-    {"ping_pong", &InteropClient::PingPong},
-    {"empty_stream", &InteropClient::EmptyStream},
-    {"timeout_on_sleeping_server", &InteropClient::TimeoutOnSleepingServer},
-    {"cancel_after_begin", &InteropClient::CancelAfterBegin},
-    {"cancel_after_first_response", &InteropClient::CancelAfterFirstResponse},
-    {"custom_metadata", &InteropClient::CustomMetadata},
-    {"status_code_and_message", &InteropClient::StatusCodeAndMessage},
-    {"special_status_message", &InteropClient::SpecialStatusMessage},
-    {"unimplemented_method", &InteropClient::UnimplementedMethod},
-    {"unimplemented_service", &InteropClient::UnimplementedService},
-};
+using TestCase = InteropCase<InteropClient, Awaitable<Outcome>>;
 
 // Runs the cases in order and returns how many failed.
-Awaitable<int> RunCases(InteropClient* client, std::vector<const TestCase*> cases) {
+Awaitable<int> RunCases(InteropClient* client, std::vector<TestCase> cases) {
   int failed = 0;
-  for (const TestCase* test : cases) {
+  for (const TestCase& test : cases) {
     Outcome outcome;
     try {
-      outcome = co_await (client->*test->run)();
+      outcome = co_await (client->*test.run)();
     } catch (const std::exception& e) {
       outcome = Outcome{Outcome::kFail, std::string("exception: ") + e.what()};
     }
     switch (outcome.kind) {
       case Outcome::kPass:
-        std::printf("PASS %s\n", test->name);
+        std::printf("PASS %s\n", test.name);
         break;
       case Outcome::kSkip:
-        std::printf("SKIP %s: %s\n", test->name, outcome.detail.c_str());
+        std::printf("SKIP %s: %s\n", test.name, outcome.detail.c_str());
         break;
       case Outcome::kFail:
-        std::printf("FAIL %s: %s\n", test->name, outcome.detail.c_str());
+        std::printf("FAIL %s: %s\n", test.name, outcome.detail.c_str());
         ++failed;
         break;
     }
@@ -616,28 +552,9 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
-  std::vector<const TestCase*> selected;
-  if (test_case == "all") {
-    for (const TestCase& test : kTestCases) selected.push_back(&test);
-  } else {
-    std::string_view names = test_case;
-    while (!names.empty()) {
-      const std::string_view name = names.substr(0, names.find(','));
-      names.remove_prefix(std::min(names.size(), name.size() + 1));
-      auto it = std::find_if(std::begin(kTestCases), std::end(kTestCases),
-                             [name](const TestCase& test) { return name == test.name; });
-      if (it == std::end(kTestCases)) {
-        std::fprintf(stderr, "unknown --test_case: %.*s\n", static_cast<int>(name.size()),
-                     name.data());
-        return 2;
-      }
-      selected.push_back(&*it);
-    }
-  }
-  if (selected.empty()) {
-    std::fprintf(stderr, "--test_case is empty\n");
-    return 2;
-  }
+  const std::optional<std::vector<TestCase>> selected =
+      SelectInteropCases(InteropCases<InteropClient, Awaitable<Outcome>>(), test_case);
+  if (!selected) return 2;
 
   std::string host = server_host;
   if (host.find(':') != std::string::npos && host.front() != '[') host = "[" + host + "]";
@@ -692,15 +609,15 @@ int Main(int argc, char** argv) {
   {
     InteropClient client(*channel);
     asio::io_context io;
-    asio::co_spawn(io, RunCases(&client, selected),
-                   [&failed, total = selected.size()](std::exception_ptr error, int count) {
+    asio::co_spawn(io, RunCases(&client, *selected),
+                   [&failed, total = selected->size()](std::exception_ptr error, int count) {
                      failed = error ? static_cast<int>(total) : count;
                    });
     io.run();
   }
-  if (selected.size() > 1) {
-    std::printf("interop client: %zu of %zu cases did not fail\n", selected.size() - failed,
-                selected.size());
+  if (selected->size() > 1) {
+    std::printf("interop client: %zu of %zu cases did not fail\n", selected->size() - failed,
+                selected->size());
   }
   return failed == 0 ? 0 : 1;
 }

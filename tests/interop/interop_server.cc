@@ -8,7 +8,6 @@
 // or SIGTERM. --test_only_unary_checks=true also serves interop_checks.UnaryChecks
 // (unary_checks_service.h) for grpcio_unary_checks.py; it is never on by default.
 #include <CLI/CLI.hpp>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -19,6 +18,7 @@
 #include "rill/services/admin.h"
 #include "tests/interop/test_service.h"
 #include "tests/interop/unary_checks_service.h"
+#include "tests/testing/serve_until_stopped.h"
 
 int main(int argc, char** argv) {
   CLI::App app("rill interop test server (grpc.testing.TestService)");
@@ -67,13 +67,7 @@ int main(int argc, char** argv) {
     credentials = *made;
   }
 
-  // SIGINT and SIGTERM are taken by sigwait below, on this thread only: block them before the
-  // server starts its threads so that they inherit the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const rill::test::StopSignals stop;  // before the server starts its threads
 
   // Declared before the server: destroyed after it, writing what its last calls logged.
   std::shared_ptr<rill::BinaryLog> log;
@@ -96,15 +90,5 @@ int main(int argc, char** argv) {
   const rill::AdminServices admin = rill::AddAdminServices(builder);
   admin.health->SetServingStatus("grpc.testing.TestService", rill::ServingStatus::kServing);
   auto server = builder.Build();
-  if (!server.ok()) {
-    std::fprintf(stderr, "cannot start: %s\n", server.status().ToString().c_str());
-    return 1;
-  }
-  std::printf("listening on %d\n", bound);
-  std::fflush(stdout);
-
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
-  (*server)->Shutdown(std::chrono::seconds(1));
-  return 0;
+  return rill::test::ServeUntilStopped(server, bound, stop);
 }

@@ -140,6 +140,15 @@ class RillStreamingTest : public ::testing::Test {
     return false;
   }
 
+  // A StreamingOutputCall of `request` on `context` whose first read fails (no response comes):
+  // how the call ended.
+  Status FailedServerStream(ClientContext& context, const StreamingOutputCallRequest& request) {
+    auto reader = stub_->StreamingOutputCall(context, request);
+    StreamingOutputCallResponse response;
+    EXPECT_FALSE(reader->BlockingRead(&response));
+    return reader->BlockingFinish();
+  }
+
   static StreamingOutputCallRequest Request(std::vector<int> sizes, int interval_us = 0) {
     StreamingOutputCallRequest request;
     for (int size : sizes) {
@@ -318,11 +327,7 @@ TEST_F(RillStreamingTest, ShutdownEndsAHandlerWaitingForARequest) {
 TEST_F(RillStreamingTest, DeadlineDuringInterval) {
   ClientContext context;
   context.set_timeout(std::chrono::milliseconds(300));
-  const StreamingOutputCallRequest request = Request({5, 5}, 2000000);
-  auto reader = stub_->StreamingOutputCall(context, request);
-  StreamingOutputCallResponse response;
-  EXPECT_FALSE(reader->BlockingRead(&response));
-  Status status = reader->BlockingFinish();
+  const Status status = FailedServerStream(context, Request({5, 5}, 2000000));
   EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status;
 }
 
@@ -346,11 +351,7 @@ TEST_F(RillStreamingTest, StreamedResponseOverTheReceiveLimitIsRefused) {
   context.set_timeout(std::chrono::seconds(30));
   // Only the oversized response: the messages before it are the subject of
   // MessagesBeforeAnErrorStatusStayReadable.
-  const StreamingOutputCallRequest request = Request({4 * 1024 * 1024, 10});
-  auto reader = stub_->StreamingOutputCall(context, request);
-  StreamingOutputCallResponse response;
-  EXPECT_FALSE(reader->BlockingRead(&response));
-  Status status = reader->BlockingFinish();
+  const Status status = FailedServerStream(context, Request({4 * 1024 * 1024, 10}));
   EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status;
 }
 

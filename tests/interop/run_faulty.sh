@@ -20,18 +20,7 @@ case "$client" in
   *.js) command -v node >/dev/null || { echo "FAIL: node is not installed"; exit 1; } ;;
 esac
 
-"$server" --port=0 >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-port=""
-for _ in $(seq 100); do
-  port=$(sed -n 's/^listening on \([0-9]*\)$/\1/p' "$work/server.out")
-  [ -n "$port" ] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if [ -z "$port" ]; then
-  echo "FAIL: the server did not start"; cat "$work/server.err"; exit 1
-fi
+start_server "$server" --port=0
 
 command_for "$client" client_cmd
 status=0

@@ -77,25 +77,7 @@ if [ "$tls" = mtls ]; then
   client_tls+=(--tls_client_cert_file="$certs/client.pem" --tls_client_key_file="$certs/client.key")
 fi
 
-"${server_cmd[@]}" --port=0 "${server_tls[@]}" >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-
-port=""
-for _ in $(seq 300); do
-  port=$(sed -n 's/^listening on \([0-9]\+\)$/\1/p' "$work/server.out" | head -n 1)
-  [ -n "$port" ] && break
-  if ! kill -0 "$server_pid" 2>/dev/null; then
-    echo "run_pair: the server exited before listening" >&2
-    cat "$work/server.err" >&2
-    exit 1
-  fi
-  sleep 0.1
-done
-if [ -z "$port" ]; then
-  echo "run_pair: the server did not print 'listening on <port>' within 30 s" >&2
-  cat "$work/server.err" >&2
-  exit 1
-fi
+start_server "${server_cmd[@]}" --port=0 "${server_tls[@]}"
 
 wanted=$test_case
 [ "$wanted" = all ] && wanted=$all_cases

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "tests/testing/grpc_testing_names.h"
+
 namespace rill::test::interop {
 namespace {
 
@@ -169,9 +171,8 @@ Awaitable<rill::Status> TestServiceImpl::StreamingInputCall(
   co_return rill::Status();
 }
 
-Awaitable<rill::Status> TestServiceImpl::FullDuplexCall(
-    ServerContext& context,
-    ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>& stream) {
+Awaitable<rill::Status> TestServiceImpl::FullDuplexCall(ServerContext& context,
+                                                        FullDuplexServerStream& stream) {
   const auto began = ServerContext::Clock::now();
   EchoMetadata(context);
   StreamingOutputCallRequest request;
@@ -190,9 +191,8 @@ Awaitable<rill::Status> TestServiceImpl::FullDuplexCall(
   co_return rill::Status();
 }
 
-Awaitable<rill::Status> TestServiceImpl::HalfDuplexCall(
-    ServerContext& context,
-    ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>& stream) {
+Awaitable<rill::Status> TestServiceImpl::HalfDuplexCall(ServerContext& context,
+                                                        FullDuplexServerStream& stream) {
   const auto began = ServerContext::Clock::now();
   EchoMetadata(context);
   std::vector<StreamingOutputCallRequest> requests;

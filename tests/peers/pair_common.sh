@@ -1,6 +1,7 @@
-# Shared by peer_selftest.sh and tests/interop/run_pair.sh (sourced, not run): the grpc-js
-# availability check, how a PROGRAM is started, and the scratch directory that also stops the
-# server on exit.
+# Shared by the scripts that run a server and a client (peer_selftest.sh, tests/interop/
+# run_pair.sh and run_faulty.sh, tests/services/run_against_server.sh; sourced, not run): the
+# grpc-js availability check, how a PROGRAM is started, starting the server and reading its
+# port, and the scratch directory that also stops the server on exit.
 
 # Exits 77 (skipped) when node or DIR/node_modules/@grpc/grpc-js is missing, or 1 (failed) when
 # RILL_REQUIRE_PEERS is set (CI sets it: a missing peer must not pass as a skip).
@@ -47,3 +48,25 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+
+# Runs the server command ARGS... in the background (stdout and stderr in $work/server.out and
+# server.err), sets $server_pid, and waits up to 30 s for its `listening on <port>` line: sets
+# $port, or exits 1 with the server's stderr when it exits first or never says it.
+start_server() {
+  "$@" >"$work/server.out" 2>"$work/server.err" &
+  server_pid=$!
+  port=""
+  for _ in $(seq 300); do
+    port=$(sed -n 's/^listening on \([0-9]\+\)$/\1/p' "$work/server.out" | head -n 1)
+    [ -n "$port" ] && return 0
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+      echo "FAIL: the server exited before listening:"
+      cat "$work/server.err"
+      exit 1
+    fi
+    sleep 0.1
+  done
+  echo "FAIL: the server did not print 'listening on <port>' within 30 s:"
+  cat "$work/server.err"
+  exit 1
+}

@@ -35,25 +35,7 @@ if [ -n "$needs_node" ]; then skip_unless_node "$needs_node"; fi
 command_for "$server" server_cmd
 command_for "$client" client_cmd
 
-"${server_cmd[@]}" --port=0 --use_tls=false >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-
-port=""
-for _ in $(seq 300); do
-  port=$(sed -n 's/^listening on \([0-9]\+\)$/\1/p' "$work/server.out" | head -n 1)
-  [ -n "$port" ] && break
-  if ! kill -0 "$server_pid" 2>/dev/null; then
-    echo "peer_selftest: the server exited before listening" >&2
-    cat "$work/server.err" >&2
-    exit 1
-  fi
-  sleep 0.1
-done
-if [ -z "$port" ]; then
-  echo "peer_selftest: the server did not print 'listening on <port>' within 30 s" >&2
-  cat "$work/server.err" >&2
-  exit 1
-fi
+start_server "${server_cmd[@]}" --port=0 --use_tls=false
 
 echo "server: ${server_cmd[*]} on port $port"
 echo "client: ${client_cmd[*]}"

@@ -47,10 +47,8 @@ class ParkingService final : public TestService::Service {
     co_return Status();
   }
 
-  Awaitable<Status> FullDuplexCall(
-      ServerContext& context,
-      ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>& stream)
-      override {
+  Awaitable<Status> FullDuplexCall(ServerContext& context,
+                                   FullDuplexServerStream& stream) override {
     started.Notify();
     StreamingOutputCallRequest request;
     while (co_await stream.Read(&request)) {
@@ -73,26 +71,17 @@ class ParkingService final : public TestService::Service {
   Notification cancelled;
 };
 
-class CompletionTokenTest : public ::testing::Test {
+class CompletionTokenTest : public ServerTest<ParkingService> {
  protected:
   void SetUp() override {
-    TestServerSetup setup;
-    setup.services.push_back(&service_);
-    server_ = TestServer::Start(Transport::kTcp, setup);
-    ASSERT_NE(server_, nullptr);
-    channel_ = server_->NewChannel();
-    stub_ = std::make_unique<TestService::Stub>(channel_);
+    ASSERT_NO_FATAL_FAILURE(StartServer(Transport::kTcp));
+    OpenChannel();
   }
   void TearDown() override {
     stub_.reset();
     channel_.reset();
     if (server_ != nullptr) server_->Stop();
   }
-
-  ParkingService service_;
-  std::unique_ptr<TestServer> server_;
-  std::shared_ptr<Channel> channel_;
-  std::unique_ptr<TestService::Stub> stub_;
 };
 
 // `call || timer`: when the timer wins, the awaitable operator cancels the call through its

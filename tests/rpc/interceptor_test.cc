@@ -80,10 +80,8 @@ class LoggingService final : public TestService::Service {
     co_return Status();
   }
 
-  Awaitable<Status> FullDuplexCall(
-      ServerContext& context,
-      ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>& stream)
-      override {
+  Awaitable<Status> FullDuplexCall(ServerContext& context,
+                                   FullDuplexServerStream& stream) override {
     log_.Add("handler");
     calls.fetch_add(1);
     {
@@ -196,18 +194,41 @@ class InterceptorTest : public ::testing::Test {
     return stub.UnaryCall(context, request, &response);
   }
 
-  void TearDown() override { server_.reset(); }
+  // CacheableUnaryCall: LoggingService's coroutine handler, which answers after `wait_ms`.
+  Status CallCoroutine(TestService::Stub& stub, ClientContext& context, int32_t wait_ms) {
+    SimpleRequest request;
+    request.set_response_size(wait_ms);
+    SimpleResponse response;
+    return stub.CacheableUnaryCall(context, request, &response);
+  }
+
+  // A channel to the server (with the client interceptors of the test, if any).
+  virtual std::shared_ptr<Channel> NewChannel() { return server_->NewChannel(); }
+
+  // A stub over a new channel (channel_) to the server.
+  TestService::Stub& Connect() {
+    channel_ = NewChannel();
+    stub_ = std::make_unique<TestService::Stub>(channel_);
+    return *stub_;
+  }
+
+  void TearDown() override {
+    stub_.reset();
+    channel_.reset();
+    server_.reset();
+  }
 
   EventLog log_;
   LoggingService service_{log_};
   std::shared_ptr<TestServerInterceptor> a_, b_, c_;
   std::unique_ptr<TestServer> server_;
+  std::shared_ptr<Channel> channel_;
+  std::unique_ptr<TestService::Stub> stub_;
 };
 
 TEST_F(InterceptorTest, ServerChainRunsInOrderAroundTheHandler) {
   StartServer();
-  auto channel = server_->NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
   ASSERT_TRUE(Call(stub, context).ok());
   EXPECT_THAT(log_.events(), ElementsAre("start a", "start b", "start c", "handler", "end c OK",
@@ -216,21 +237,16 @@ TEST_F(InterceptorTest, ServerChainRunsInOrderAroundTheHandler) {
 
 TEST_F(InterceptorTest, ServerChainRunsAroundCoroutineHandlers) {
   StartServer();
-  auto channel = server_->NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
-  SimpleRequest request;
-  request.set_response_size(5);
-  SimpleResponse response;
-  ASSERT_TRUE(stub.CacheableUnaryCall(context, request, &response).ok());
+  ASSERT_TRUE(CallCoroutine(stub, context, 5).ok());
   EXPECT_THAT(log_.events(), ElementsAre("start a", "start b", "start c", "handler", "end c OK",
                                          "end b OK", "end a OK"));
 }
 
 TEST_F(InterceptorTest, ServerChainRunsAroundStreams) {
   StartServer();
-  auto channel = server_->NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
   auto stream = stub.FullDuplexCall(context);
   StreamingOutputCallRequest request;
@@ -251,8 +267,7 @@ TEST_F(InterceptorTest, ServerInterceptorChangesWhatTheHandlerSees) {
   a_->set_client_metadata = {{"x-tenant", "rewritten"}};
   a_->remove_client_metadata = {"x-secret"};
   b_->set_client_metadata = {{"x-added", "by b"}};
-  auto channel = server_->NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
   context.AddMetadata("x-tenant", "original");
   context.AddMetadata("x-secret", "hunter2");
@@ -270,8 +285,7 @@ TEST_F(InterceptorTest, ServerInterceptorAddsResponseMetadata) {
   a_->add_initial = {{"x-initial-a", "1"}};
   b_->add_trailing_on_start = {{"x-trailing-b", "2"}};
   c_->add_trailing_on_end = {{"x-trailing-c", "3"}};
-  auto channel = server_->NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
   ASSERT_TRUE(Call(stub, context).ok());
   const MetadataEntries initial = CopyEntries(context.initial_metadata());
@@ -285,8 +299,7 @@ TEST_F(InterceptorTest, RejectionSkipsTheHandlerAndLaterInterceptors) {
   StartServer();
   a_->add_trailing_on_start = {{"x-why", "policy"}};
   b_->reject = Status(StatusCode::kPermissionDenied, "not for you");
-  auto channel = server_->NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
   const Status status = Call(stub, context);
   EXPECT_EQ(status.code(), StatusCode::kPermissionDenied);
@@ -301,8 +314,7 @@ TEST_F(InterceptorTest, RejectionSkipsTheHandlerAndLaterInterceptors) {
 TEST_F(InterceptorTest, RejectionOfAStreamSkipsItsHandler) {
   StartServer();
   a_->reject = Status(StatusCode::kUnauthenticated, "log in first");
-  auto channel = server_->NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
   context.set_timeout(kMustComplete);  // a handler that ran anyway fails, not hangs
   auto stream = stub.FullDuplexCall(context);
@@ -318,12 +330,9 @@ TEST_F(InterceptorTest, RejectionOfAStreamSkipsItsHandler) {
 TEST_F(InterceptorTest, OnCallEndObservesAndReplacesTheStatus) {
   StartServer();
   a_->replace_status = Status(StatusCode::kUnavailable, "try again later");
-  auto channel = server_->NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
-  SimpleRequest request;
-  request.mutable_response_status()->set_code(static_cast<int>(StatusCode::kInternal));
-  request.mutable_response_status()->set_message("boom");
+  const SimpleRequest request = RequestForStatus(StatusCode::kInternal, "boom");
   const Status status = Call(stub, context, request);
   EXPECT_EQ(status.code(), StatusCode::kUnavailable);
   EXPECT_EQ(status.message(), "try again later");
@@ -335,11 +344,9 @@ TEST_F(InterceptorTest, OnCallEndObservesAndReplacesTheStatus) {
 TEST_F(InterceptorTest, OnCallEndCanTurnAnErrorIntoSuccess) {
   StartServer();
   c_->replace_status = Status();
-  auto channel = server_->NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
-  SimpleRequest request;
-  request.mutable_response_status()->set_code(static_cast<int>(StatusCode::kNotFound));
+  const SimpleRequest request = RequestForStatus(StatusCode::kNotFound);
   const Status status = Call(stub, context, request);
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_THAT(log_.events(), ElementsAre("start a", "start b", "start c", "handler",
@@ -348,8 +355,7 @@ TEST_F(InterceptorTest, OnCallEndCanTurnAnErrorIntoSuccess) {
 
 TEST_F(InterceptorTest, OnCallEndRunsForCancelledCalls) {
   StartServer();
-  auto channel = server_->NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   // The connection is ready before the deadline starts running: the call reaches its handler.
   {
     ClientContext warm_up;
@@ -358,13 +364,10 @@ TEST_F(InterceptorTest, OnCallEndRunsForCancelledCalls) {
   }
   ClientContext context;
   context.set_timeout(std::chrono::milliseconds(300));
-  SimpleRequest request;
-  request.set_response_size(60'000);
-  SimpleResponse response;
-  EXPECT_EQ(stub.CacheableUnaryCall(context, request, &response).code(),
-            StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(CallCoroutine(stub, context, 60'000).code(), StatusCode::kDeadlineExceeded);
   // The server is shut down (which waits for handlers) before looking at the log.
-  channel.reset();
+  stub_.reset();
+  channel_.reset();
   server_.reset();
   const std::vector<std::string> events = log_.events();
   ASSERT_EQ(events.size(), 7u) << ::testing::PrintToString(events);
@@ -374,7 +377,7 @@ TEST_F(InterceptorTest, OnCallEndRunsForCancelledCalls) {
 
 class ClientInterceptorTest : public InterceptorTest {
  protected:
-  std::shared_ptr<Channel> NewChannel() {
+  std::shared_ptr<Channel> NewChannel() override {
     ChannelOptions options;
     options.interceptors = {x_, y_};
     return server_->NewChannel(options);
@@ -386,8 +389,7 @@ class ClientInterceptorTest : public InterceptorTest {
 
 TEST_F(ClientInterceptorTest, ClientChainRunsInOrderAroundTheCall) {
   StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
   ASSERT_TRUE(Call(stub, context).ok());
   const std::string method = "/grpc.testing.TestService/UnaryCall";
@@ -401,8 +403,7 @@ TEST_F(ClientInterceptorTest, ClientInterceptorAddsMetadataTheServerSees) {
   StartServer();
   x_->add_metadata = {{"x-from-x", "1"}, {"x-bin", std::string("\x00\x01", 2)}};
   y_->add_metadata = {{"x-from-y", "2"}};
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
   ASSERT_TRUE(Call(stub, context).ok());
   const MetadataEntries seen = service_.metadata();
@@ -414,21 +415,15 @@ TEST_F(ClientInterceptorTest, ClientInterceptorAddsMetadataTheServerSees) {
 TEST_F(ClientInterceptorTest, ClientInterceptorSetsTheDeadline) {
   StartServer();
   y_->timeout = std::chrono::milliseconds(50);
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
-  SimpleRequest request;
-  request.set_response_size(60'000);
-  SimpleResponse response;
-  EXPECT_EQ(stub.CacheableUnaryCall(context, request, &response).code(),
-            StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(CallCoroutine(stub, context, 60'000).code(), StatusCode::kDeadlineExceeded);
 }
 
 TEST_F(ClientInterceptorTest, ClientRejectionSendsNothing) {
   StartServer();
   x_->reject = Status(StatusCode::kFailedPrecondition, "not configured");
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
   const Status status = Call(stub, context);
   EXPECT_EQ(status.code(), StatusCode::kFailedPrecondition);
@@ -442,11 +437,9 @@ TEST_F(ClientInterceptorTest, ClientRejectionSendsNothing) {
 TEST_F(ClientInterceptorTest, ClientOnCallEndReplacesTheStatus) {
   StartServer();
   y_->replace_status = Status(StatusCode::kAborted, "replaced by y");
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
-  SimpleRequest request;
-  request.mutable_response_status()->set_code(static_cast<int>(StatusCode::kUnavailable));
+  const SimpleRequest request = RequestForStatus(StatusCode::kUnavailable);
   const Status status = Call(stub, context, request);
   EXPECT_EQ(status.code(), StatusCode::kAborted);
   EXPECT_EQ(status.message(), "replaced by y");
@@ -459,8 +452,7 @@ TEST_F(ClientInterceptorTest, ClientOnCallEndReplacesTheStatus) {
 TEST_F(ClientInterceptorTest, ClientChainRunsAroundStreams) {
   StartServer();
   x_->add_metadata = {{"x-stream", "yes"}};
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  TestService::Stub& stub = Connect();
   ClientContext context;
   auto stream = stub.FullDuplexCall(context);
   ASSERT_TRUE(stream->BlockingWritesDone());

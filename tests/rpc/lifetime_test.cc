@@ -50,10 +50,8 @@ class LifetimeService final : public TestService::Service {
   }
 
   // Echoes each message until the client half-closes or the call ends.
-  Awaitable<Status> FullDuplexCall(
-      ServerContext& context,
-      ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>& stream)
-      override {
+  Awaitable<Status> FullDuplexCall(ServerContext& context,
+                                   FullDuplexServerStream& stream) override {
     StreamingOutputCallRequest request;
     while (co_await stream.Read(&request)) {
       Record(request.payload().body());
@@ -119,14 +117,9 @@ StreamingOutputCallRequest BodyRequest(std::string body, int responses = 0) {
   return request;
 }
 
-class LifetimeTest : public ::testing::Test {
+class LifetimeTest : public ServerTest<LifetimeService> {
  protected:
-  void SetUp() override {
-    TestServerSetup setup;
-    setup.services.push_back(&service_);
-    server_ = TestServer::Start(Transport::kTcp, setup);
-    ASSERT_NE(server_, nullptr);
-  }
+  void SetUp() override { StartServer(Transport::kTcp); }
   void TearDown() override {
     if (server_ != nullptr) server_->Stop();
   }
@@ -136,9 +129,6 @@ class LifetimeTest : public ::testing::Test {
     options.reactors = &reactors;
     return server_->NewChannel(options);
   }
-
-  LifetimeService service_;
-  std::unique_ptr<TestServer> server_;
 };
 
 TEST_F(LifetimeTest, DestroyingTheChannelCancelsALiveStreamAndReturns) {

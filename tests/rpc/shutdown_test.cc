@@ -12,6 +12,7 @@
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
 #include <atomic>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -155,39 +156,38 @@ TEST_P(ShutdownTest, GracefulShutdownLetsAnInFlightCallFinish) {
   EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kUnavailable);
 }
 
-TEST_P(ShutdownTest, GraceRunsOutAndCancelsTheCall) {
-  StartServer();
-  auto channel = server_->NewChannel();
-  TestService::Stub stub(channel);
+// Starts a call whose handler would wait a minute and, once it runs, shuts the server down with
+// `shut_down`: the call must end UNAVAILABLE or CANCELLED, and the handler must have seen the
+// cancellation and finished before `shut_down` returned.
+void ExpectShutdownCancelsASlowCall(TestService::Stub& stub, WaitingService& service,
+                                    const std::function<void()>& shut_down) {
   PendingCall call;
   StartSlowCall(stub, call, 60'000);
-  ASSERT_TRUE(service_.started.WaitForNotification());
-  server_->server().Shutdown(milliseconds(100));
+  ASSERT_TRUE(service.started.WaitForNotification());
+  shut_down();
   ASSERT_EQ(call.result.wait_for(kMustComplete), std::future_status::ready);
   const Status status = call.result.get();
   EXPECT_THAT(status.code(), ::testing::AnyOf(StatusCode::kUnavailable, StatusCode::kCancelled))
       << status;
-  ASSERT_TRUE(service_.finished.HasBeenNotified()) << "Shutdown returned before the handler";
-  EXPECT_TRUE(service_.wait_aborted.load());
-  EXPECT_TRUE(service_.saw_cancelled.load());
+  // Shutdown returns once every handler finished.
+  ASSERT_TRUE(service.finished.HasBeenNotified()) << "the shutdown returned before the handler";
+  EXPECT_TRUE(service.wait_aborted.load());
+  EXPECT_TRUE(service.saw_cancelled.load());
+}
+
+TEST_P(ShutdownTest, GraceRunsOutAndCancelsTheCall) {
+  StartServer();
+  auto channel = server_->NewChannel();
+  TestService::Stub stub(channel);
+  ExpectShutdownCancelsASlowCall(stub, service_,
+                                 [this] { server_->server().Shutdown(milliseconds(100)); });
 }
 
 TEST_P(ShutdownTest, ShutdownNowCancelsAnInFlightCall) {
   StartServer();
   auto channel = server_->NewChannel();
   TestService::Stub stub(channel);
-  PendingCall call;
-  StartSlowCall(stub, call, 60'000);
-  ASSERT_TRUE(service_.started.WaitForNotification());
-  server_->server().ShutdownNow();
-  ASSERT_EQ(call.result.wait_for(kMustComplete), std::future_status::ready);
-  const Status status = call.result.get();
-  EXPECT_THAT(status.code(), ::testing::AnyOf(StatusCode::kUnavailable, StatusCode::kCancelled))
-      << status;
-  // Shutdown returns once every handler finished.
-  ASSERT_TRUE(service_.finished.HasBeenNotified()) << "ShutdownNow returned before the handler";
-  EXPECT_TRUE(service_.wait_aborted.load());
-  EXPECT_TRUE(service_.saw_cancelled.load());
+  ExpectShutdownCancelsASlowCall(stub, service_, [this] { server_->server().ShutdownNow(); });
   EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kUnavailable);
 }
 

@@ -74,21 +74,15 @@ class MetadataService final : public TestService::Service {
   Notification shutdown_returned;
 };
 
-class SpecFidelityTest : public ::testing::Test {
+class SpecFidelityTest : public ServerTest<MetadataService> {
  protected:
   void SetUp() override {
-    TestServerSetup setup;
-    setup.services.push_back(&service_);
-    server_ = TestServer::Start(Transport::kTcp, setup);
-    ASSERT_NE(server_, nullptr);
+    ASSERT_NO_FATAL_FAILURE(StartServer(Transport::kTcp));
     service_.server = &server_->server();
   }
   void TearDown() override {
     if (server_ != nullptr) server_->Stop();
   }
-
-  MetadataService service_;
-  std::unique_ptr<TestServer> server_;
 };
 
 // A handler that set initial metadata and then failed: the metadata goes out as response

@@ -30,13 +30,6 @@
 namespace rill::test {
 namespace {
 
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingInputCallRequest;
-using grpc::testing::StreamingInputCallResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
-using grpc::testing::TestService;
 using ::testing::ElementsAre;
 using ::testing::ElementsAreArray;
 
@@ -221,20 +214,8 @@ class Service final : public TestService::Service {
     co_return Status();
   }
 
-  Awaitable<Status> FullDuplexCall(
-      ServerContext&,
-      ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>& stream)
-      override {
-    StreamingOutputCallRequest request;
-    while (co_await stream.Read(&request)) {
-      for (const auto& parameters : request.response_parameters()) {
-        StreamingOutputCallResponse response;
-        response.mutable_payload()->mutable_body()->assign(
-            static_cast<size_t>(parameters.size()), 'd');
-        if (!co_await stream.Write(response)) co_return Status(StatusCode::kCancelled, "gone");
-      }
-    }
-    co_return Status();
+  Awaitable<Status> FullDuplexCall(ServerContext&, FullDuplexServerStream& stream) override {
+    return AnswerEachRequest(&stream, 'd');
   }
 };
 
@@ -244,26 +225,17 @@ StreamingOutputCallRequest AskFor(std::initializer_list<int32_t> sizes) {
   return request;
 }
 
-class StatsTest : public ::testing::Test {
+class StatsTest : public ServerTest<Service> {
  protected:
   void Start(bool keep_payloads = false) {
     server_stats_ = std::make_shared<RecordingHandler>(keep_payloads);
     client_stats_ = std::make_shared<RecordingHandler>(keep_payloads);
     TestServerSetup setup;
-    setup.services.push_back(&service_);
     setup.stats_handlers.push_back(server_stats_);
-    server_ = TestServer::Start(Transport::kTcp, setup);
-    ASSERT_NE(server_, nullptr);
+    ASSERT_NO_FATAL_FAILURE(StartServer(Transport::kTcp, setup));
     ChannelOptions options;
     options.stats_handlers.push_back(client_stats_);
-    channel_ = server_->NewChannel(options);
-    ASSERT_NE(channel_, nullptr);
-    stub_ = std::make_unique<TestService::Stub>(channel_);
-  }
-  void TearDown() override {
-    stub_.reset();
-    channel_.reset();
-    server_.reset();
+    OpenChannel(options);
   }
   // The one call each side saw, once both ended.
   std::pair<CallRecord*, CallRecord*> OneCall() {
@@ -282,12 +254,8 @@ class StatsTest : public ::testing::Test {
     return {client, server};
   }
 
-  Service service_;
   std::shared_ptr<RecordingHandler> server_stats_;
   std::shared_ptr<RecordingHandler> client_stats_;
-  std::unique_ptr<TestServer> server_;
-  std::shared_ptr<Channel> channel_;
-  std::unique_ptr<TestService::Stub> stub_;
 };
 
 TEST_F(StatsTest, UnaryEventsInOrderOnBothSides) {
@@ -329,8 +297,7 @@ TEST_F(StatsTest, UnaryEventsInOrderOnBothSides) {
 TEST_F(StatsTest, FailedUnaryIsTrailersOnly) {
   Start();
   ClientContext context;
-  SimpleRequest request;
-  request.mutable_response_status()->set_code(static_cast<int>(StatusCode::kNotFound));
+  const SimpleRequest request = RequestForStatus(StatusCode::kNotFound);
   SimpleResponse response;
   EXPECT_EQ(stub_->UnaryCall(context, request, &response).code(), StatusCode::kNotFound);
   auto [client, server] = OneCall();

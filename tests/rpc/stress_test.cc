@@ -48,10 +48,8 @@ class StressService final : public TestService::Service {
     co_return Status();
   }
 
-  Awaitable<Status> FullDuplexCall(
-      ServerContext& context,
-      ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>& stream)
-      override {
+  Awaitable<Status> FullDuplexCall(ServerContext& context,
+                                   FullDuplexServerStream& stream) override {
     StreamingOutputCallRequest request;
     while (co_await stream.Read(&request)) {
       asio::steady_timer timer(context.io_context(), milliseconds(request.response_type() % 5));

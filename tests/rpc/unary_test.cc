@@ -122,23 +122,51 @@ class EchoService final : public TestService::Service {
   std::atomic<int> calls_{0};
 };
 
-class UnaryTest : public ServiceTest<EchoService> {};
+class UnaryTest : public ServiceTest<EchoService> {
+ protected:
+  // Starts the server with `setup` and connects stub_ to it over a channel with `options`.
+  void SetUpStub(TestServerSetup setup = {}, ChannelOptions options = {}) {
+    StartServer(std::move(setup));
+    Connect(std::move(options));
+  }
+};
+
+SimpleRequest AskingForResponseOf(size_t size) {
+  SimpleRequest request;
+  request.set_response_size(static_cast<int32_t>(size));
+  return request;
+}
 
 // A good call on `stub` after a failed one: the channel and the connection survived.
 void ExpectGoodCall(TestService::Stub& stub) {
-  ClientContext context;
-  SimpleRequest request;
-  request.set_response_size(10);
   SimpleResponse response;
-  const Status status = stub.UnaryCall(context, request, &response);
+  const Status status = CallUnary(stub, AskingForResponseOf(10), &response);
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_EQ(response.ByteSizeLong(), 10u);
 }
 
+// A message size limit: a call of `at_limit` succeeds (with its response size), one of
+// `over_limit` (sent with `over_limit_metadata`) ends RESOURCE_EXHAUSTED, and the channel
+// still works after. With `unreached`, the oversized call must not have run its handler.
+void ExpectLimitHolds(TestService::Stub& stub, const SimpleRequest& at_limit,
+                      const SimpleRequest& over_limit, const EchoService* unreached = nullptr,
+                      const MetadataEntries& over_limit_metadata = {}) {
+  SimpleResponse response;
+  const Status status = CallUnary(stub, at_limit, &response);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(response.ByteSizeLong(), static_cast<size_t>(at_limit.response_size()));
+  const int calls_before = unreached != nullptr ? unreached->calls() : 0;
+  const Status over = CallUnary(stub, over_limit, nullptr, over_limit_metadata);
+  EXPECT_EQ(over.code(), StatusCode::kResourceExhausted) << over;
+  if (unreached != nullptr) {
+    EXPECT_EQ(unreached->calls(), calls_before) << "the oversized call reached the handler";
+  }
+  ExpectGoodCall(stub);
+}
+
 TEST_P(UnaryTest, BlockingCallReturnsTheResponse) {
-  StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub());
+  TestService::Stub& stub = *stub_;
 
   ClientContext context;
   SimpleRequest request = RequestOfSize(100);
@@ -158,9 +186,8 @@ TEST_P(UnaryTest, BlockingCallReturnsTheResponse) {
 }
 
 TEST_P(UnaryTest, EmptyMessagesBothWays) {
-  StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub());
+  TestService::Stub& stub = *stub_;
   ClientContext context;
   Empty request;
   Empty response;
@@ -218,17 +245,13 @@ TEST_P(UnaryTest, AwaitableCallOnTheChannelsOwnReactor) {
 }
 
 TEST_P(UnaryTest, CallbackCompletionRunsOnce) {
-  StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
-
+  ASSERT_NO_FATAL_FAILURE(SetUpStub());
   ClientContext context;
-  SimpleRequest request;
-  request.set_response_size(5000);
+  const SimpleRequest request = AskingForResponseOf(5000);
   SimpleResponse response;
   std::promise<Status> done;
   std::atomic<int> completions{0};
-  stub.UnaryCall(context, request, &response, [&done, &completions](Status status) {
+  stub_->UnaryCall(context, request, &response, [&done, &completions](Status status) {
     completions.fetch_add(1);
     done.set_value(std::move(status));
   });
@@ -237,16 +260,16 @@ TEST_P(UnaryTest, CallbackCompletionRunsOnce) {
   const Status status = future.get();
   EXPECT_TRUE(status.ok()) << status;
   EXPECT_EQ(response.ByteSizeLong(), 5000u);
-  channel.reset();  // every completion has run once the channel is gone
+  stub_.reset();
+  channel_.reset();  // every completion has run once the channel is gone
   EXPECT_EQ(completions.load(), 1);
 }
 
 TEST_P(UnaryTest, ManyConcurrentCallsOnOneChannel) {
   TestServerSetup setup;
   setup.reactor_count = 2;
-  StartServer(setup);
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub(setup));
+  TestService::Stub& stub = *stub_;
 
   constexpr int kCalls = 64;
   struct Call {
@@ -275,9 +298,8 @@ TEST_P(UnaryTest, ManyConcurrentCallsOnOneChannel) {
 }
 
 TEST_P(UnaryTest, SequentialCallsReuseTheConnection) {
-  StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub());
+  TestService::Stub& stub = *stub_;
   std::string first_peer;
   for (int i = 0; i < 200; ++i) {
     ClientContext context;
@@ -292,11 +314,10 @@ TEST_P(UnaryTest, SequentialCallsReuseTheConnection) {
 }
 
 TEST_P(UnaryTest, CustomMetadataReachesTheHandler) {
-  StartServer();
   ChannelOptions options;
   options.user_agent_prefix = "my-app/1.2";
-  auto channel = NewChannel(options);
-  TestService::Stub stub(channel);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub({}, options));
+  TestService::Stub& stub = *stub_;
 
   ClientContext context;
   context.AddMetadata("x-ascii", "hello, world ~!");
@@ -332,9 +353,8 @@ TEST_P(UnaryTest, CustomMetadataReachesTheHandler) {
 }
 
 TEST_P(UnaryTest, InitialAndTrailingMetadataReachTheClient) {
-  StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub());
+  TestService::Stub& stub = *stub_;
 
   ClientContext context;
   context.AddMetadata("x-echo-initial-a", "alpha");
@@ -362,16 +382,13 @@ TEST_P(UnaryTest, InitialAndTrailingMetadataReachTheClient) {
 }
 
 TEST_P(UnaryTest, ErrorStatusKeepsInitialMetadataApartFromTrailers) {
-  StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub());
+  TestService::Stub& stub = *stub_;
 
   ClientContext context;
   context.AddMetadata("x-echo-initial-a", "alpha");
   context.AddMetadata("x-echo-trailing-b", "beta");
-  SimpleRequest request;
-  request.mutable_response_status()->set_code(static_cast<int>(StatusCode::kNotFound));
-  request.mutable_response_status()->set_message("no such thing");
+  const SimpleRequest request = RequestForStatus(StatusCode::kNotFound, "no such thing");
   SimpleResponse response;
   const Status status = stub.UnaryCall(context, request, &response);
   EXPECT_EQ(status.code(), StatusCode::kNotFound);
@@ -387,9 +404,8 @@ TEST_P(UnaryTest, ErrorStatusKeepsInitialMetadataApartFromTrailers) {
 }
 
 TEST_P(UnaryTest, HandlerSendsInitialMetadataEarly) {
-  StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub());
+  TestService::Stub& stub = *stub_;
   {
     ClientContext context;
     SimpleRequest request;
@@ -405,9 +421,7 @@ TEST_P(UnaryTest, HandlerSendsInitialMetadataEarly) {
     // Headers already went out, so an error status comes in real trailers (not trailers-only):
     // initial and trailing metadata stay apart.
     ClientContext context;
-    SimpleRequest request;
-    request.mutable_response_status()->set_code(static_cast<int>(StatusCode::kAborted));
-    request.mutable_response_status()->set_message("changed my mind");
+    const SimpleRequest request = RequestForStatus(StatusCode::kAborted, "changed my mind");
     SimpleResponse response;
     const Status status = stub.CacheableUnaryCall(context, request, &response);
     EXPECT_EQ(status.code(), StatusCode::kAborted);
@@ -420,9 +434,8 @@ TEST_P(UnaryTest, HandlerSendsInitialMetadataEarly) {
 }
 
 TEST_P(UnaryTest, ContextIsReusableAfterReset) {
-  StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub());
+  TestService::Stub& stub = *stub_;
   ClientContext context;
   for (int i = 0; i < 3; ++i) {
     context.Reset();
@@ -439,9 +452,8 @@ TEST_P(UnaryTest, ContextIsReusableAfterReset) {
 }
 
 TEST_P(UnaryTest, EveryStatusCodeWithMessageAndDetails) {
-  StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub());
+  TestService::Stub& stub = *stub_;
 
   for (int code = 1; code <= kMaxStatusCode; ++code) {
     ClientContext context;
@@ -496,9 +508,8 @@ TEST_P(UnaryTest, UnimplementedMethodsAnswerUnimplemented) {
 // message serializes to exactly 1 byte (a field takes a tag and a value): 2 bytes is the smallest
 // non-empty one, and PayloadBodiesOfOneByteAndUp covers 1 byte of payload.
 TEST_P(UnaryTest, MessageSizesUpToTheDefaultLimit) {
-  StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub());
+  TestService::Stub& stub = *stub_;
   for (size_t size : {size_t{0}, size_t{2}, size_t{7}, size_t{1023}, size_t{1024}, size_t{1025},
                       size_t{16 * 1024}, size_t{64 * 1024}, size_t{64 * 1024 + 3},
                       size_t{1024 * 1024}, kDefaultLimit}) {
@@ -515,9 +526,8 @@ TEST_P(UnaryTest, MessageSizesUpToTheDefaultLimit) {
 
 // The payload bytes themselves arrive intact, whatever their value.
 TEST_P(UnaryTest, PayloadBodiesOfOneByteAndUp) {
-  StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub());
+  TestService::Stub& stub = *stub_;
   for (size_t size : {size_t{1}, size_t{1024}, size_t{64 * 1024}, size_t{1024 * 1024}}) {
     ClientContext context;
     SimpleRequest request;
@@ -532,123 +542,46 @@ TEST_P(UnaryTest, PayloadBodiesOfOneByteAndUp) {
 }
 
 TEST_P(UnaryTest, RequestOverTheServerLimitIsResourceExhausted) {
-  StartServer();
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
-  {
-    ClientContext context;
-    SimpleRequest request = RequestOfSize(kDefaultLimit);
-    SimpleResponse response;
-    const Status status = stub.UnaryCall(context, request, &response);
-    EXPECT_TRUE(status.ok()) << status;
-  }
-  const int calls_before = service_.calls();
-  {
-    ClientContext context;
-    SimpleRequest request = RequestOfSize(kDefaultLimit + 1);
-    SimpleResponse response;
-    const Status status = stub.UnaryCall(context, request, &response);
-    EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status;
-  }
-  EXPECT_EQ(service_.calls(), calls_before) << "the handler ran for an oversized request";
-  ExpectGoodCall(stub);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub());
+  TestService::Stub& stub = *stub_;
+  ExpectLimitHolds(stub, RequestOfSize(kDefaultLimit), RequestOfSize(kDefaultLimit + 1), &service_);
 }
 
 TEST_P(UnaryTest, ConfiguredServerReceiveLimit) {
   TestServerSetup setup;
   setup.options.max_receive_message_size = 64 * 1024;
-  StartServer(setup);
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
-  {
-    ClientContext context;
-    SimpleRequest request = RequestOfSize(64 * 1024);
-    SimpleResponse response;
-    EXPECT_TRUE(stub.UnaryCall(context, request, &response).ok());
-  }
-  {
-    ClientContext context;
-    SimpleRequest request = RequestOfSize(64 * 1024 + 1);
-    SimpleResponse response;
-    EXPECT_EQ(stub.UnaryCall(context, request, &response).code(), StatusCode::kResourceExhausted);
-  }
-  ExpectGoodCall(stub);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub(setup));
+  TestService::Stub& stub = *stub_;
+  ExpectLimitHolds(stub, RequestOfSize(64 * 1024), RequestOfSize(64 * 1024 + 1));
 }
 
 TEST_P(UnaryTest, ResponseOverTheClientLimitIsResourceExhausted) {
   StartServer();
   for (size_t limit : {size_t{64 * 1024}, kDefaultLimit}) {
+    SCOPED_TRACE(limit);
     ChannelOptions options;
     options.max_receive_message_size = limit;
     auto channel = NewChannel(options);
     TestService::Stub stub(channel);
-    {
-      ClientContext context;
-      SimpleRequest request;
-      request.set_response_size(static_cast<int32_t>(limit));
-      SimpleResponse response;
-      const Status status = stub.UnaryCall(context, request, &response);
-      EXPECT_TRUE(status.ok()) << limit << ": " << status;
-      EXPECT_EQ(response.ByteSizeLong(), limit);
-    }
-    {
-      ClientContext context;
-      SimpleRequest request;
-      request.set_response_size(static_cast<int32_t>(limit + 1));
-      SimpleResponse response;
-      const Status status = stub.UnaryCall(context, request, &response);
-      EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << limit << ": " << status;
-    }
-    ExpectGoodCall(stub);
+    ExpectLimitHolds(stub, AskingForResponseOf(limit), AskingForResponseOf(limit + 1));
   }
 }
 
 TEST_P(UnaryTest, ClientSendLimitFailsLocally) {
-  StartServer();
   ChannelOptions options;
   options.max_send_message_size = 1000;
-  auto channel = NewChannel(options);
-  TestService::Stub stub(channel);
-  {
-    ClientContext context;
-    SimpleRequest request = RequestOfSize(1000);
-    SimpleResponse response;
-    EXPECT_TRUE(stub.UnaryCall(context, request, &response).ok());
-  }
-  const int calls_before = service_.calls();
-  {
-    ClientContext context;
-    SimpleRequest request = RequestOfSize(1001);
-    SimpleResponse response;
-    EXPECT_EQ(stub.UnaryCall(context, request, &response).code(), StatusCode::kResourceExhausted);
-  }
-  EXPECT_EQ(service_.calls(), calls_before) << "an oversized request was sent";
-  ExpectGoodCall(stub);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub({}, options));
+  TestService::Stub& stub = *stub_;
+  ExpectLimitHolds(stub, RequestOfSize(1000), RequestOfSize(1001), &service_);
 }
 
 TEST_P(UnaryTest, ServerSendLimitFailsTheCall) {
   TestServerSetup setup;
   setup.options.max_send_message_size = 1000;
-  StartServer(setup);
-  auto channel = NewChannel();
-  TestService::Stub stub(channel);
-  {
-    ClientContext context;
-    SimpleRequest request;
-    request.set_response_size(1000);
-    SimpleResponse response;
-    EXPECT_TRUE(stub.UnaryCall(context, request, &response).ok());
-  }
-  {
-    ClientContext context;
-    context.AddMetadata("x-echo-trailing-t", "kept");
-    SimpleRequest request;
-    request.set_response_size(1001);
-    SimpleResponse response;
-    const Status status = stub.UnaryCall(context, request, &response);
-    EXPECT_EQ(status.code(), StatusCode::kResourceExhausted) << status;
-  }
-  ExpectGoodCall(stub);
+  ASSERT_NO_FATAL_FAILURE(SetUpStub(setup));
+  TestService::Stub& stub = *stub_;
+  ExpectLimitHolds(stub, AskingForResponseOf(1000), AskingForResponseOf(1001), nullptr,
+                   {{"x-echo-trailing-t", "kept"}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, UnaryTest, kAllTransports, TransportParamName);

@@ -57,10 +57,8 @@ class ThrowingService final : public TestService::Service {
   }
 
   // Streaming handler: echoes, and throws on a message whose body is "throw".
-  Awaitable<Status> FullDuplexCall(
-      ServerContext& context,
-      ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>& stream)
-      override {
+  Awaitable<Status> FullDuplexCall(ServerContext& context,
+                                   FullDuplexServerStream& stream) override {
     NoteUserCode();
     StreamingOutputCallRequest request;
     while (co_await stream.Read(&request)) {
@@ -103,21 +101,17 @@ class ThrowingClientInterceptor final : public ClientInterceptor {
   }
 };
 
-class UserCodeTest : public ::testing::TestWithParam<Transport> {
+class UserCodeTest : public ServiceTest<ThrowingService> {
  protected:
   void SetUp() override {
     g_inside_session = 0;
     g_user_code_runs = 0;
     TestServerSetup setup;
-    setup.services.push_back(&service_);
     setup.interceptors.push_back(std::make_shared<ThrowingServerInterceptor>());
-    server_ = TestServer::Start(GetParam(), setup);
-    ASSERT_NE(server_, nullptr);
+    ASSERT_NO_FATAL_FAILURE(StartServer(setup));
     ChannelOptions options;
     options.interceptors.push_back(std::make_shared<ThrowingClientInterceptor>());
-    channel_ = server_->NewChannel(options);
-    ASSERT_NE(channel_, nullptr);
-    stub_ = std::make_unique<TestService::Stub>(channel_);
+    OpenChannel(options);
   }
   void TearDown() override {
     stub_.reset();
@@ -144,11 +138,6 @@ class UserCodeTest : public ::testing::TestWithParam<Transport> {
     EXPECT_TRUE(Unary("").ok());
     EXPECT_TRUE(Unary("", /*coroutine=*/true).ok());
   }
-
-  ThrowingService service_;
-  std::unique_ptr<TestServer> server_;
-  std::shared_ptr<Channel> channel_;
-  std::unique_ptr<TestService::Stub> stub_;
 };
 
 TEST_P(UserCodeTest, InlineHandlerThrows) {

@@ -43,10 +43,8 @@ class EchoService final : public TestService::Service {
     return Status();
   }
 
-  Awaitable<Status> FullDuplexCall(
-      ServerContext& context,
-      ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>& stream)
-      override {
+  Awaitable<Status> FullDuplexCall(ServerContext& context,
+                                   FullDuplexServerStream& stream) override {
     StreamingOutputCallRequest request;
     while (co_await stream.Read(&request)) {
       StreamingOutputCallResponse response;
@@ -67,30 +65,16 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
          std::to_string(info.param.write_buffer_size);
 }
 
-class WriteBufferSizeTest : public ::testing::TestWithParam<Param> {
+class WriteBufferSizeTest : public ServerTest<EchoService, ::testing::TestWithParam<Param>> {
  protected:
   void SetUp() override {
     TestServerSetup setup;
-    setup.services.push_back(&service_);
     setup.options.write_buffer_size = GetParam().write_buffer_size;
-    server_ = TestServer::Start(GetParam().transport, setup);
-    ASSERT_NE(server_, nullptr);
+    ASSERT_NO_FATAL_FAILURE(StartServer(GetParam().transport, setup));
     ChannelOptions options;
     options.write_buffer_size = GetParam().write_buffer_size;
-    channel_ = server_->NewChannel(options);
-    ASSERT_NE(channel_, nullptr);
-    stub_ = std::make_unique<TestService::Stub>(channel_);
+    OpenChannel(options);
   }
-  void TearDown() override {
-    stub_.reset();
-    channel_.reset();
-    server_.reset();
-  }
-
-  EchoService service_;
-  std::unique_ptr<TestServer> server_;
-  std::shared_ptr<Channel> channel_;
-  std::unique_ptr<TestService::Stub> stub_;
 };
 
 TEST_P(WriteBufferSizeTest, UnaryCallsCarryEveryMessageIntact) {

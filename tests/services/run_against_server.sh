@@ -30,32 +30,11 @@ if [ -n "$needs_node" ]; then
   done
 fi
 
-work=$(mktemp -d)
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=tests/peers/pair_common.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../peers/pair_common.sh"
 trap 'exit 143' TERM INT
 
-"$server" --port=0 >"$work/server.out" 2>"$work/server.err" &
-server_pid=$!
-port=""
-for _ in $(seq 200); do
-  port=$(sed -n 's/^listening on \([0-9]*\)$/\1/p' "$work/server.out")
-  [ -n "$port" ] && break
-  kill -0 "$server_pid" 2>/dev/null || break
-  sleep 0.05
-done
-if [ -z "$port" ]; then
-  echo "FAIL: the server did not start"
-  cat "$work/server.out" "$work/server.err"
-  exit 1
-fi
+start_server "$server" --port=0
 
 args=()
 for arg in "$@"; do args+=("${arg//\{port\}/$port}"); done

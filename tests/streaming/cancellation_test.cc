@@ -8,6 +8,7 @@
 
 #include <asio/post.hpp>
 #include <atomic>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,55 +23,88 @@ namespace {
 
 using std::chrono::milliseconds;
 
-TEST(Cancellation, ClientCancelReachesHandlerSuspendedInRead) {
-  StreamingEnv env;
-  ASSERT_TRUE(env.ok());
-  ClientContext ctx;
+using EchoStream = ClientReaderWriter<st::Chunk, st::Chunk>;
+using SourceReader = ClientReader<st::Chunk>;
+
+class Cancellation : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(env_.ok()); }
+
+  StreamingEnv env_;
+};
+
+// Starts an Echo call on `ctx`, echoes one chunk, and waits until the handler waits in Read()
+// for the next; null (with a failure added) when a step fails.
+std::unique_ptr<EchoStream> EchoParkedInRead(StreamingEnv& env, ClientContext& ctx) {
   auto stream = env.stub().Echo(ctx);
   st::Chunk out;
   st::Chunk in;
   MakeChunk(0, 100, out);
-  ASSERT_TRUE(stream->BlockingWrite(out));
-  ASSERT_TRUE(stream->BlockingRead(&in));
-  ASSERT_TRUE(WaitParked(env.service().in_read, env.service().total_writes))
-      << "the handler never waited in Read()";
-  ctx.TryCancel();
-  EXPECT_FALSE(stream->BlockingRead(&in));
-  const Status status = stream->BlockingFinish();
-  EXPECT_EQ(status.code(), StatusCode::kCancelled) << status;
-  env.ExpectHandlerEnded(HandlerEnd::kReadFalse);
-  stream.reset();
-  env.Stop();
+  if (!stream->BlockingWrite(out) || !stream->BlockingRead(&in)) {
+    ADD_FAILURE() << "the first chunk was not echoed";
+    return nullptr;
+  }
+  if (!WaitParked(env.service().in_read, env.service().total_writes)) {
+    ADD_FAILURE() << "the handler never waited in Read()";
+    return nullptr;
+  }
+  return stream;
 }
 
-TEST(Cancellation, ClientCancelReachesHandlerSuspendedInWrite) {
-  StreamingEnv env;
-  ASSERT_TRUE(env.ok());
-  st::SourceRequest request = MakeSource(0, 16000);
-  ClientContext ctx;
-  auto reader = env.stub().Source(ctx, request);
-  // The client reads nothing: the handler fills the window and its quota, then waits.
-  ASSERT_TRUE(WaitParked(env.service().in_write, env.service().total_writes))
-      << "the handler never waited in Write()";
-  ctx.TryCancel();
+// Reads chunks of `size` bytes until the stream ends, expecting them in order; returns how many.
+uint64_t ReadChunks(SourceReader& reader, size_t size) {
+  st::Chunk in;
+  uint64_t received = 0;
+  while (reader.BlockingRead(&in)) {
+    EXPECT_TRUE(IsChunk(in, received, size));
+    ++received;
+  }
+  return received;
+}
+
+// Finishes a Source call whose handler waits in Write(): the call must end with `code`, the
+// handler with a failed Write(), and nothing of it may stay pinned on the server. Stops `env`.
+void ExpectEndedInWrite(StreamingEnv& env, std::unique_ptr<SourceReader> reader, StatusCode code) {
   const Status status = reader->BlockingFinish();
-  EXPECT_EQ(status.code(), StatusCode::kCancelled) << status;
+  EXPECT_EQ(status.code(), code) << status;
   env.ExpectHandlerEnded(HandlerEnd::kWriteFalse);
   reader.reset();
-  // Nothing of the cancelled stream stays pinned on either side.
   env.ExpectServerPoolDrains();
   env.Stop();
 }
 
+TEST_F(Cancellation, ClientCancelReachesHandlerSuspendedInRead) {
+  ClientContext ctx;
+  auto stream = EchoParkedInRead(env_, ctx);
+  ASSERT_NE(stream, nullptr);
+  ctx.TryCancel();
+  st::Chunk in;
+  EXPECT_FALSE(stream->BlockingRead(&in));
+  const Status status = stream->BlockingFinish();
+  EXPECT_EQ(status.code(), StatusCode::kCancelled) << status;
+  env_.ExpectHandlerEnded(HandlerEnd::kReadFalse);
+  stream.reset();
+  env_.Stop();
+}
+
+TEST_F(Cancellation, ClientCancelReachesHandlerSuspendedInWrite) {
+  st::SourceRequest request = MakeSource(0, 16000);
+  ClientContext ctx;
+  auto reader = env_.stub().Source(ctx, request);
+  // The client reads nothing: the handler fills the window and its quota, then waits.
+  ASSERT_TRUE(WaitParked(env_.service().in_write, env_.service().total_writes))
+      << "the handler never waited in Write()";
+  ctx.TryCancel();
+  ExpectEndedInWrite(env_, std::move(reader), StatusCode::kCancelled);
+}
+
 // Bidi: the handler echoes three chunks, then (200 ms later, while the client waits in Read())
 // fails the call with ABORTED.
-TEST(Cancellation, ServerErrorReachesClientBlockedInRead_Bidi) {
-  StreamingEnv env;
-  ASSERT_TRUE(env.ok());
+TEST_F(Cancellation, ServerErrorReachesClientBlockedInRead_Bidi) {
   ClientContext ctx;
   ctx.AddMetadata("x-fail-after", "3");
   ctx.AddMetadata("x-fail-delay-ms", "200");
-  auto stream = env.stub().Echo(ctx);
+  auto stream = env_.stub().Echo(ctx);
   st::Chunk out;
   st::Chunk in;
   for (uint64_t i = 0; i < 3; ++i) {
@@ -83,109 +117,76 @@ TEST(Cancellation, ServerErrorReachesClientBlockedInRead_Bidi) {
   const Status status = stream->BlockingFinish();
   EXPECT_EQ(status.code(), StatusCode::kAborted) << status;
   EXPECT_EQ(status.message(), "echo failed on purpose after 3 chunks");
-  ASSERT_TRUE(env.service().WaitForFinished(1));
-  EXPECT_EQ(env.service().outcomes().at(0).end, HandlerEnd::kFailedOnPurpose);
+  ASSERT_TRUE(env_.service().WaitForFinished(1));
+  EXPECT_EQ(env_.service().outcomes().at(0).end, HandlerEnd::kFailedOnPurpose);
   // The client may keep writing after the server ended the call; the writes fail.
   MakeChunk(3, 100, out);
   EXPECT_FALSE(stream->BlockingWrite(out));
   stream.reset();
-  env.Stop();
+  env_.Stop();
 }
 
 // Server streaming: five chunks, then ABORTED while the client waits for the sixth.
-TEST(Cancellation, ServerErrorReachesClientBlockedInRead_ServerStreaming) {
-  StreamingEnv env;
-  ASSERT_TRUE(env.ok());
+TEST_F(Cancellation, ServerErrorReachesClientBlockedInRead_ServerStreaming) {
   st::SourceRequest request = MakeSource(0, 100);
   request.set_fail_after(5);
   request.set_fail_code(static_cast<int>(StatusCode::kAborted));
   request.set_fail_delay_ms(200);
   ClientContext ctx;
-  auto reader = env.stub().Source(ctx, request);
-  st::Chunk in;
-  uint64_t received = 0;
-  while (reader->BlockingRead(&in)) {
-    EXPECT_TRUE(IsChunk(in, received, 100));
-    ++received;
-  }
-  EXPECT_EQ(received, 5u);
+  auto reader = env_.stub().Source(ctx, request);
+  EXPECT_EQ(ReadChunks(*reader, 100), 5u);
   const Status status = reader->BlockingFinish();
   EXPECT_EQ(status.code(), StatusCode::kAborted) << status;
   EXPECT_EQ(status.message(), "source failed on purpose after 5 chunks");
   reader.reset();
-  env.Stop();
+  env_.Stop();
 }
 
 // The client's deadline passes while chunks are still flowing (one every 5 ms).
-TEST(Cancellation, DeadlineMidStream) {
-  StreamingEnv env;
-  ASSERT_TRUE(env.ok());
+TEST_F(Cancellation, DeadlineMidStream) {
   st::SourceRequest request = MakeSource(0, 1000);
   request.set_interval_ms(5);
   ClientContext ctx;
   ctx.set_timeout(milliseconds(300));
-  auto reader = env.stub().Source(ctx, request);
-  st::Chunk in;
-  uint64_t received = 0;
-  while (reader->BlockingRead(&in)) {
-    EXPECT_TRUE(IsChunk(in, received, 1000));
-    ++received;
-  }
-  EXPECT_GT(received, 0u);
+  auto reader = env_.stub().Source(ctx, request);
+  EXPECT_GT(ReadChunks(*reader, 1000), 0u);
   const Status status = reader->BlockingFinish();
   EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status;
-  ASSERT_TRUE(env.service().WaitForFinished(1));
-  const HandlerOutcome outcome = env.service().outcomes().at(0);
+  ASSERT_TRUE(env_.service().WaitForFinished(1));
+  const HandlerOutcome outcome = env_.service().outcomes().at(0);
   EXPECT_TRUE(outcome.end == HandlerEnd::kWriteFalse || outcome.end == HandlerEnd::kTimerAborted)
       << static_cast<int>(outcome.end);
   EXPECT_TRUE(outcome.cancelled);
   reader.reset();
-  env.Stop();
+  env_.Stop();
 }
 
 // The deadline passes while the handler is blocked in Write() (the client reads nothing).
-TEST(Cancellation, DeadlineWhileHandlerBlockedInWrite) {
-  StreamingEnv env;
-  ASSERT_TRUE(env.ok());
+TEST_F(Cancellation, DeadlineWhileHandlerBlockedInWrite) {
   st::SourceRequest request = MakeSource(0, 16000);
   ClientContext ctx;
   ctx.set_timeout(milliseconds(300));
-  auto reader = env.stub().Source(ctx, request);
-  const Status status = reader->BlockingFinish();
-  EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status;
-  env.ExpectHandlerEnded(HandlerEnd::kWriteFalse);
-  reader.reset();
-  env.ExpectServerPoolDrains();
-  env.Stop();
+  ExpectEndedInWrite(env_, env_.stub().Source(ctx, request), StatusCode::kDeadlineExceeded);
 }
 
 // The client drops its stream object mid-stream (without TryCancel): the server is told.
-TEST(Cancellation, DroppingTheClientStreamCancelsTheHandler) {
-  StreamingEnv env;
-  ASSERT_TRUE(env.ok());
+TEST_F(Cancellation, DroppingTheClientStreamCancelsTheHandler) {
   ClientContext ctx;
-  auto stream = env.stub().Echo(ctx);
-  st::Chunk out;
-  st::Chunk in;
-  MakeChunk(0, 100, out);
-  ASSERT_TRUE(stream->BlockingWrite(out));
-  ASSERT_TRUE(stream->BlockingRead(&in));
-  ASSERT_TRUE(WaitParked(env.service().in_read, env.service().total_writes));
+  auto stream = EchoParkedInRead(env_, ctx);
+  ASSERT_NE(stream, nullptr);
   stream.reset();
-  env.ExpectHandlerEnded(HandlerEnd::kReadFalse);
-  env.Stop();
+  env_.ExpectHandlerEnded(HandlerEnd::kReadFalse);
+  env_.Stop();
 }
 
 // The client drops its stream object on the reactor right after starting a Read() and a
 // Finish() on a call that has ended, so that both completions are still queued: each runs once,
 // from a handler of its own, and the call's object outlives them (the channel, which waits for
 // its calls' objects to go, still shuts down).
-TEST(Cancellation, DroppingTheClientStreamWithCompletionsQueued) {
-  StreamingEnv env;
-  ASSERT_TRUE(env.ok());
+TEST_F(Cancellation, DroppingTheClientStreamWithCompletionsQueued) {
   ClientContext ctx;
   st::SourceRequest request = MakeSource(1, 100);
-  auto reader = env.stub().Source(ctx, request);
+  auto reader = env_.stub().Source(ctx, request);
   st::Chunk chunk;
   ASSERT_TRUE(reader->BlockingRead(&chunk));
   ASSERT_FALSE(reader->BlockingRead(&chunk));
@@ -198,7 +199,7 @@ TEST(Cancellation, DroppingTheClientStreamWithCompletionsQueued) {
     std::atomic<int> finishes{0};
     std::atomic<bool> finish_ok{false};
   } seen;
-  asio::post(env.client_io(), [&] {
+  asio::post(env_.client_io(), [&] {
     reader->Read(&chunk, [&seen](bool ok) {
       if (!seen.dropped) seen.ran_in_caller = true;
       seen.read_ok = ok;
@@ -213,7 +214,7 @@ TEST(Cancellation, DroppingTheClientStreamWithCompletionsQueued) {
     seen.dropped = true;
   });
   ASSERT_TRUE(WaitUntil([&] { return seen.reads > 0 && seen.finishes > 0; }));
-  env.Stop();
+  env_.Stop();
   EXPECT_EQ(seen.reads, 1);
   EXPECT_FALSE(seen.read_ok);
   EXPECT_EQ(seen.finishes, 1);
@@ -225,11 +226,9 @@ TEST(Cancellation, DroppingTheClientStreamWithCompletionsQueued) {
 // half-closed. On the wire, as a raw HTTP/2 peer sees it: the response headers, the echo, the
 // trailers with END_STREAM, and then RST_STREAM(NO_ERROR) telling the client to stop sending
 // (PROTOCOL-HTTP2). The stream must be closed with no error, not cancelled.
-TEST(Cancellation, ServerFinishingBeforeClientHalfClosedSendsTrailersThenRstStreamNoError) {
-  StreamingEnv env;
-  ASSERT_TRUE(env.ok());
+TEST_F(Cancellation, ServerFinishingBeforeClientHalfClosedSendsTrailersThenRstStreamNoError) {
   RawHttp2Client peer;
-  ASSERT_TRUE(peer.Connect(env.port()));
+  ASSERT_TRUE(peer.Connect(env_.port()));
   ASSERT_TRUE(peer.SendPreface({}));
   ASSERT_TRUE(peer.SendHeaders(1,
                                {{":method", "POST"},
@@ -288,12 +287,12 @@ TEST(Cancellation, ServerFinishingBeforeClientHalfClosedSendsTrailersThenRstStre
   st::Chunk echo;
   ASSERT_TRUE(echo.ParseFromString(echoed.substr(5)));
   EXPECT_TRUE(IsChunk(echo, 0, 100));
-  ASSERT_TRUE(env.service().WaitForFinished(1));
-  const HandlerOutcome outcome = env.service().outcomes().at(0);
+  ASSERT_TRUE(env_.service().WaitForFinished(1));
+  const HandlerOutcome outcome = env_.service().outcomes().at(0);
   EXPECT_EQ(outcome.end, HandlerEnd::kFailedOnPurpose);
   EXPECT_FALSE(outcome.cancelled);
   peer.Close();
-  env.Stop();
+  env_.Stop();
 }
 
 }  // namespace

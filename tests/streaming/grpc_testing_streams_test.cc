@@ -81,10 +81,8 @@ class StreamingService final : public TestService::Service {
     co_return Status();
   }
 
-  Awaitable<Status> FullDuplexCall(
-      ServerContext& context,
-      ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>& stream)
-      override {
+  Awaitable<Status> FullDuplexCall(ServerContext& context,
+                                   FullDuplexServerStream& stream) override {
     handler_started.Notify();
     StreamingOutputCallRequest request;
     int messages = 0;
@@ -110,10 +108,8 @@ class StreamingService final : public TestService::Service {
     co_return Status();
   }
 
-  Awaitable<Status> HalfDuplexCall(
-      ServerContext& context,
-      ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>& stream)
-      override {
+  Awaitable<Status> HalfDuplexCall(ServerContext& context,
+                                   FullDuplexServerStream& stream) override {
     std::vector<int32_t> sizes;
     StreamingOutputCallRequest request;
     while (co_await stream.Read(&request)) {
@@ -154,6 +150,25 @@ StreamingOutputCallRequest AskFor(std::initializer_list<int32_t> sizes) {
   StreamingOutputCallRequest request;
   for (int32_t size : sizes) request.add_response_parameters()->set_size(size);
   return request;
+}
+
+using DuplexStream = ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse>;
+
+// Asks for a response of `size` bytes on `stream` and reads it (into `response` when given).
+[[nodiscard]] bool Exchange(DuplexStream& stream, int32_t size,
+                            StreamingOutputCallResponse* response = nullptr) {
+  StreamingOutputCallResponse ignored;
+  return stream.BlockingWrite(AskFor({size})) &&
+         stream.BlockingRead(response != nullptr ? response : &ignored);
+}
+
+// Half-closes `stream`, which must then end OK with no further response.
+void ExpectHalfCloseEndsTheCall(DuplexStream& stream) {
+  ASSERT_TRUE(stream.BlockingWritesDone());
+  StreamingOutputCallResponse response;
+  EXPECT_FALSE(stream.BlockingRead(&response));
+  const Status status = stream.BlockingFinish();
+  EXPECT_TRUE(status.ok()) << status;
 }
 
 class StreamingTest : public ServiceTest<StreamingService> {
@@ -293,11 +308,7 @@ TEST_P(StreamingTest, BidiPingPong) {
     ASSERT_TRUE(stream->BlockingRead(&response)) << i;
     EXPECT_EQ(response.payload().body().size(), static_cast<size_t>(size));
   }
-  ASSERT_TRUE(stream->BlockingWritesDone());
-  StreamingOutputCallResponse response;
-  EXPECT_FALSE(stream->BlockingRead(&response));
-  const Status status = stream->BlockingFinish();
-  EXPECT_TRUE(status.ok()) << status;
+  ExpectHalfCloseEndsTheCall(*stream);
   EXPECT_EQ(service_.read_end().messages, 50);
 }
 
@@ -339,11 +350,7 @@ TEST_P(StreamingTest, BidiPingPongFromACoroutine) {
 TEST_P(StreamingTest, BidiWithNoMessages) {
   ClientContext context;
   auto stream = stub_->FullDuplexCall(context);
-  ASSERT_TRUE(stream->BlockingWritesDone());
-  StreamingOutputCallResponse response;
-  EXPECT_FALSE(stream->BlockingRead(&response));
-  const Status status = stream->BlockingFinish();
-  EXPECT_TRUE(status.ok()) << status;
+  ExpectHalfCloseEndsTheCall(*stream);
   EXPECT_EQ(service_.read_end().messages, 0);
 }
 
@@ -386,11 +393,10 @@ TEST_P(StreamingTest, ConcurrentStreamsOnOneChannel) {
 TEST_P(StreamingTest, ServerFinishesBeforeTheClientHalfCloses) {
   ClientContext context;
   auto stream = stub_->FullDuplexCall(context);
-  ASSERT_TRUE(stream->BlockingWrite(AskFor({10})));
   StreamingOutputCallResponse response;
-  ASSERT_TRUE(stream->BlockingRead(&response));
-  StreamingOutputCallRequest stop;
-  stop.mutable_response_status()->set_code(static_cast<int>(StatusCode::kOk));
+  ASSERT_TRUE(Exchange(*stream, 10, &response));
+  const StreamingOutputCallRequest stop =
+      RequestForStatus<StreamingOutputCallRequest>(StatusCode::kOk);
   ASSERT_TRUE(stream->BlockingWrite(stop));
   // The server returns without waiting for the client's half-close: the client still gets the
   // status, and (the server having reset the stream with NO_ERROR) its next writes fail cleanly.
@@ -412,9 +418,7 @@ TEST_P(StreamingTest, ServerFinishesBeforeTheClientHalfCloses) {
 TEST_P(StreamingTest, ServerErrorMidStreamReachesTheClientsReader) {
   ClientContext context;
   auto stream = stub_->FullDuplexCall(context);
-  ASSERT_TRUE(stream->BlockingWrite(AskFor({10})));
-  StreamingOutputCallResponse response;
-  ASSERT_TRUE(stream->BlockingRead(&response));
+  ASSERT_TRUE(Exchange(*stream, 10));
 
   // The client waits in Read() when the server ends the call with an error.
   std::promise<bool> read_result;
@@ -422,9 +426,8 @@ TEST_P(StreamingTest, ServerErrorMidStreamReachesTheClientsReader) {
     StreamingOutputCallResponse r;
     read_result.set_value(stream->BlockingRead(&r));
   });
-  StreamingOutputCallRequest abort;
-  abort.mutable_response_status()->set_code(static_cast<int>(StatusCode::kAborted));
-  abort.mutable_response_status()->set_message("server gave up");
+  const StreamingOutputCallRequest abort =
+      RequestForStatus<StreamingOutputCallRequest>(StatusCode::kAborted, "server gave up");
   ASSERT_TRUE(stream->BlockingWrite(abort));
   auto read = read_result.get_future();
   ASSERT_EQ(read.wait_for(kMustComplete), std::future_status::ready);
@@ -438,9 +441,7 @@ TEST_P(StreamingTest, ServerErrorMidStreamReachesTheClientsReader) {
 TEST_P(StreamingTest, ClientCancelReachesTheServersReader) {
   ClientContext context;
   auto stream = stub_->FullDuplexCall(context);
-  ASSERT_TRUE(stream->BlockingWrite(AskFor({10})));
-  StreamingOutputCallResponse response;
-  ASSERT_TRUE(stream->BlockingRead(&response));
+  ASSERT_TRUE(Exchange(*stream, 10));
   // The handler now waits in Read().
   context.TryCancel();
   ASSERT_TRUE(service_.reading_ended.WaitForNotification())
@@ -456,9 +457,7 @@ TEST_P(StreamingTest, DestroyingTheClientStreamCancelsTheHandler) {
   {
     ClientContext context;
     auto stream = stub_->FullDuplexCall(context);
-    ASSERT_TRUE(stream->BlockingWrite(AskFor({10})));
-    StreamingOutputCallResponse response;
-    ASSERT_TRUE(stream->BlockingRead(&response));
+    ASSERT_TRUE(Exchange(*stream, 10));
   }  // the stream goes away mid-call
   ASSERT_TRUE(service_.reading_ended.WaitForNotification());
   EXPECT_TRUE(service_.read_end().cancelled);

@@ -137,6 +137,14 @@ rill::Status CountingCompressor::Decompress(const BufferSlice& input, BufferPool
   return inner_->Decompress(input, pool, limit, out);
 }
 
+std::vector<std::shared_ptr<Compressor>> BuiltInsWith(std::shared_ptr<Compressor> replacement) {
+  std::vector<std::shared_ptr<Compressor>> out;
+  for (auto& compressor : DefaultCompressors()) {
+    out.push_back(compressor->name() == replacement->name() ? replacement : compressor);
+  }
+  return out;
+}
+
 CounterMap CountingBuiltIns() {
   CounterMap counters;
   for (auto& compressor : DefaultCompressors()) {

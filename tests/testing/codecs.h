@@ -78,6 +78,9 @@ class CountingCompressor final : public Compressor {
 // CountingCompressor wrappers of gzip, deflate and zstd, by name.
 using CounterMap = std::map<std::string, std::shared_ptr<CountingCompressor>, std::less<>>;
 CounterMap CountingBuiltIns();
+
+// The built-ins, with `replacement` instead of the one of the same name.
+std::vector<std::shared_ptr<Compressor>> BuiltInsWith(std::shared_ptr<Compressor> replacement);
 std::vector<std::shared_ptr<Compressor>> AsCompressors(const CounterMap& counters);
 
 // What a misbehaving sender's compressor emits instead of a valid stream.

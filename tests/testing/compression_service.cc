@@ -95,9 +95,8 @@ Awaitable<rill::Status> CompressionTestService::StreamingInputCall(
   co_return rill::Status();
 }
 
-Awaitable<rill::Status> CompressionTestService::FullDuplexCall(
-    ServerContext& context,
-    ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>& stream) {
+Awaitable<rill::Status> CompressionTestService::FullDuplexCall(ServerContext& context,
+                                                               FullDuplexServerStream& stream) {
   ApplyResponseEncodingHeader(context);
   std::string flags;
   StreamingOutputCallRequest request;

@@ -119,30 +119,34 @@ class TestServer {
   Transport transport_ = Transport::kTcp;
 };
 
-// A test parameterized by Transport whose server runs `service_`: StartServer() starts it,
-// Connect() adds channel_ (connected, so that deadlines cover calls, not connection setup) and
-// a grpc.testing.TestService stub_ over it. TearDown ends the stub, the channel and the server,
-// in that order, inside the test.
+// A test whose server runs `service_`: StartServer() starts it, OpenChannel() adds channel_ and
+// a grpc.testing.TestService stub_ over it, and Connect() does that and waits until the channel
+// is connected (so that deadlines cover calls, not connection setup). TearDown ends the stub,
+// the channel and the server, in that order, inside the test.
 //
-//   class UnaryTest : public ServiceTest<EchoService> {};
-//   TEST_P(UnaryTest, Works) { StartServer(); auto channel = NewChannel(); ... }
-template <typename ServiceT>
-class ServiceTest : public ::testing::TestWithParam<Transport> {
+//   class CallTest : public ServerTest<EchoService> {
+//     void SetUp() override { StartServer(Transport::kTcp); OpenChannel(); }
+//   };
+template <typename ServiceT, typename TestBase = ::testing::Test>
+class ServerTest : public TestBase {
  protected:
-  void StartServer(TestServerSetup setup = {}) {
+  void StartServer(Transport transport, TestServerSetup setup = {}) {
     setup.services.push_back(&service_);
-    server_ = TestServer::Start(GetParam(), setup);
+    server_ = TestServer::Start(transport, setup);
     ASSERT_NE(server_, nullptr);
   }
   std::shared_ptr<Channel> NewChannel(ChannelOptions options = {}) {
     return server_->NewChannel(std::move(options));
   }
-  void Connect(ChannelOptions options = {}) {
+  void OpenChannel(ChannelOptions options = {}) {
     ASSERT_NE(server_, nullptr);
     channel_ = NewChannel(std::move(options));
     ASSERT_NE(channel_, nullptr);
-    ASSERT_TRUE(channel_->WaitForConnected(Channel::Clock::now() + kMustComplete));
     stub_ = std::make_unique<grpc::testing::TestService::Stub>(channel_);
+  }
+  void Connect(ChannelOptions options = {}) {
+    ASSERT_NO_FATAL_FAILURE(OpenChannel(std::move(options)));
+    ASSERT_TRUE(channel_->WaitForConnected(Channel::Clock::now() + kMustComplete));
   }
   void TearDown() override {
     stub_.reset();
@@ -154,6 +158,19 @@ class ServiceTest : public ::testing::TestWithParam<Transport> {
   std::unique_ptr<TestServer> server_;
   std::shared_ptr<Channel> channel_;
   std::unique_ptr<grpc::testing::TestService::Stub> stub_;
+};
+
+// A ServerTest parameterized by Transport: StartServer() starts the server on GetParam().
+//
+//   class UnaryTest : public ServiceTest<EchoService> {};
+//   TEST_P(UnaryTest, Works) { StartServer(); auto channel = NewChannel(); ... }
+template <typename ServiceT>
+class ServiceTest : public ServerTest<ServiceT, ::testing::TestWithParam<Transport>> {
+ protected:
+  void StartServer(TestServerSetup setup = {}) {
+    ServerTest<ServiceT, ::testing::TestWithParam<Transport>>::StartServer(this->GetParam(),
+                                                                           std::move(setup));
+  }
 };
 
 // A fresh Unix socket path under the system temp directory.

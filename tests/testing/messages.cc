@@ -84,6 +84,27 @@ StreamingOutputCallRequest StreamRequest(size_t body_size,
   return request;
 }
 
+Awaitable<Status> AnswerEachRequest(FullDuplexServerStream* stream, char fill) {
+  StreamingOutputCallRequest request;
+  while (co_await stream->Read(&request)) {
+    for (const auto& parameters : request.response_parameters()) {
+      StreamingOutputCallResponse response;
+      response.mutable_payload()->mutable_body()->assign(static_cast<size_t>(parameters.size()),
+                                                         fill);
+      if (!co_await stream->Write(response)) co_return Status(StatusCode::kCancelled, "gone");
+    }
+  }
+  co_return Status();
+}
+
+Status CallUnary(TestService::Stub& stub, const SimpleRequest& request, SimpleResponse* response,
+                 const std::vector<std::pair<std::string, std::string>>& metadata) {
+  ClientContext context;
+  for (const auto& [key, value] : metadata) context.AddMetadata(key, value);
+  SimpleResponse ignored;
+  return stub.UnaryCall(context, request, response != nullptr ? response : &ignored);
+}
+
 bool AllZeros(const std::string& bytes) {
   return std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == '\0'; });
 }

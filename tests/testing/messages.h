@@ -16,21 +16,13 @@
 
 #include "grpc/testing/messages.pb.h"
 #include "grpc/testing/test.rill.h"
+#include "rill/awaitable.h"
 #include "rill/client_context.h"
 #include "rill/metadata.h"
+#include "rill/status.h"
+#include "tests/testing/grpc_testing_names.h"
 
 namespace rill::test {
-
-// The grpc.testing names the tests use, so that each test does not repeat them.
-using grpc::testing::Empty;
-using grpc::testing::Payload;
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingInputCallRequest;
-using grpc::testing::StreamingInputCallResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
-using grpc::testing::TestService;
 
 // Messages of an exact serialized size (the size limits count serialized bytes), made by
 // filling the payload body with 'x'. Sizes 1, 3 and 4 cannot be made this way; the functions
@@ -57,6 +49,27 @@ grpc::testing::StreamingOutputCallRequest StreamRequest(size_t body_size,
                                                         const std::vector<ResponseSpec>& responses);
 
 bool AllZeros(const std::string& bytes);
+
+// A request whose response_status asks the grpc.testing services here to end the call with
+// `code` and `message`.
+template <typename Request = SimpleRequest>
+Request RequestForStatus(StatusCode code, std::string_view message = {}) {
+  Request request;
+  request.mutable_response_status()->set_code(static_cast<int>(code));
+  if (!message.empty()) request.mutable_response_status()->set_message(std::string(message));
+  return request;
+}
+
+// A FullDuplexCall handler's body: answers each request with one response per entry of its
+// response_parameters, of that many `fill` bytes, until the client half-closes (OK) or a write
+// fails (CANCELLED). `stream` must outlive the returned awaitable.
+Awaitable<Status> AnswerEachRequest(FullDuplexServerStream* stream, char fill);
+
+// A blocking UnaryCall of `request` on `stub` with a context of its own carrying `metadata`;
+// the response goes to `response` when given.
+Status CallUnary(TestService::Stub& stub, const SimpleRequest& request,
+                 SimpleResponse* response = nullptr,
+                 const std::vector<std::pair<std::string, std::string>>& metadata = {});
 
 // The value of `key` in the client context's trailing metadata ("<absent>" when missing).
 std::string TrailerOf(const ClientContext& context, std::string_view key);

@@ -27,11 +27,6 @@
 namespace rill::test {
 namespace {
 
-using grpc::testing::SimpleRequest;
-using grpc::testing::SimpleResponse;
-using grpc::testing::StreamingOutputCallRequest;
-using grpc::testing::StreamingOutputCallResponse;
-using grpc::testing::TestService;
 using ::testing::AnyOf;
 using ::testing::Contains;
 using ::testing::HasSubstr;
@@ -69,20 +64,8 @@ class IdentityService final : public TestService::Service {
     return Status();
   }
 
-  Awaitable<Status> FullDuplexCall(
-      ServerContext& context,
-      ServerReaderWriter<StreamingOutputCallResponse, StreamingOutputCallRequest>& stream)
-      override {
-    StreamingOutputCallRequest request;
-    while (co_await stream.Read(&request)) {
-      for (const auto& parameters : request.response_parameters()) {
-        StreamingOutputCallResponse response;
-        response.mutable_payload()->mutable_body()->assign(
-            static_cast<size_t>(parameters.size()), 'd');
-        if (!co_await stream.Write(response)) co_return Status(StatusCode::kCancelled, "gone");
-      }
-    }
-    co_return Status();
+  Awaitable<Status> FullDuplexCall(ServerContext&, FullDuplexServerStream& stream) override {
+    return AnswerEachRequest(&stream, 'd');
   }
 
   PeerIdentity identity() {

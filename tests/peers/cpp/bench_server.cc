@@ -18,7 +18,6 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <mutex>
@@ -30,6 +29,7 @@
 #include "grpc/testing/benchmark_service.grpc.pb.h"
 #include "grpc/testing/messages.pb.h"
 #include "tests/peers/cpp/peer_flags.h"
+#include "tests/testing/stop_signals.h"
 
 namespace peer {
 namespace {
@@ -232,12 +232,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
-  // SIGINT and SIGTERM are taken by sigwait below; every thread inherits the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const rill::test::StopSignals stop;  // before any thread starts: they inherit the mask
 
   AsyncService service;
   grpc::AsyncGenericService generic_service;
@@ -272,11 +267,7 @@ int Main(int argc, char** argv) {
   std::vector<std::thread> pollers;
   for (auto& queue : queues) pollers.emplace_back(Poll, queue->queue.get());
 
-  std::printf("listening on %d\n", selected_port);
-  std::fflush(stdout);
-
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  stop.AnnounceAndWait(selected_port);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   for (auto& queue : queues) {
     {

@@ -22,6 +22,7 @@
 #include "grpc/testing/empty.pb.h"
 #include "grpc/testing/messages.pb.h"
 #include "grpc/testing/test.grpc.pb.h"
+#include "tests/interop/interop_cases.h"
 #include "tests/peers/cpp/message_flags.h"
 #include "tests/peers/cpp/peer_flags.h"
 
@@ -93,53 +94,45 @@ StreamingOutputCallRequest StreamingRequest(int response_size, int payload_size)
   return request;
 }
 
+using DuplexStream =
+    grpc::ClientReaderWriter<StreamingOutputCallRequest, StreamingOutputCallResponse>;
+using rill::test::interop::InputMessage;
+using rill::test::interop::OutputMessage;
+using rill::test::interop::StatusRequest;
+
+// The Empty calls: EmptyCall, UnimplementedCall on TestService (a method the server does not
+// implement), UnimplementedCall on UnimplementedService (a service the server does not have).
+enum class EmptyMethod { kEmptyCall, kUnimplementedMethod, kUnimplementedService };
+
 class InteropClient {
  public:
   explicit InteropClient(const std::shared_ptr<grpc::Channel>& channel)
       : stub_(grpc::testing::TestService::NewStub(channel)),
         unimplemented_stub_(grpc::testing::UnimplementedService::NewStub(channel)) {}
 
-  bool EmptyUnary() {
-    ClientContext context;
-    SetDeadline(&context);
-    Empty request;
-    Empty response;
-    Status status = stub_->EmptyCall(&context, request, &response);
-    PEER_EXPECT_STATUS(status, StatusCode::OK);
-    return true;
-  }
+  bool EmptyUnary() { return EmptyCallEnds(EmptyMethod::kEmptyCall, StatusCode::OK); }
 
   bool LargeUnary() {
     ClientContext context;
-    SetDeadline(&context);
-    SimpleRequest request = LargeUnaryRequest();
-    SimpleResponse response;
-    Status status = stub_->UnaryCall(&context, request, &response);
-    PEER_EXPECT_STATUS(status, StatusCode::OK);
-    return CheckLargeResponse(response);
+    return Unary(&context, LargeUnaryRequest(), StatusCode::OK);
   }
 
   bool ClientCompressedUnary() {
     {
       // The probe: an uncompressed request that claims to be compressed must be refused.
       ClientContext context;
-      SetDeadline(&context);
       SimpleRequest request = LargeUnaryRequest();
       request.mutable_expect_compressed()->set_value(true);
-      SimpleResponse response;
-      Status status = stub_->UnaryCall(&context, request, &response);
-      PEER_EXPECT_STATUS(status, StatusCode::INVALID_ARGUMENT);
+      if (!Unary(&context, request, StatusCode::INVALID_ARGUMENT, "the probe")) return false;
     }
     for (bool compressed : {true, false}) {
       ClientContext context;
-      SetDeadline(&context);
       if (compressed) context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
       SimpleRequest request = LargeUnaryRequest();
       request.mutable_expect_compressed()->set_value(compressed);
-      SimpleResponse response;
-      Status status = stub_->UnaryCall(&context, request, &response);
-      PEER_EXPECT_STATUS(status, StatusCode::OK);
-      if (!CheckLargeResponse(response)) return false;
+      if (!Unary(&context, request, StatusCode::OK, compressed ? "compressed" : "uncompressed")) {
+        return false;
+      }
     }
     return true;
   }
@@ -147,36 +140,19 @@ class InteropClient {
   bool ServerCompressedUnary() {
     for (bool compressed : {true, false}) {
       ClientContext context;
-      SetDeadline(&context);
       SimpleRequest request = LargeUnaryRequest();
       request.mutable_response_compressed()->set_value(compressed);
-      SimpleResponse response;
-      Status status = stub_->UnaryCall(&context, request, &response);
-      PEER_EXPECT_STATUS(status, StatusCode::OK);
+      if (!Unary(&context, request, StatusCode::OK)) return false;
       PEER_EXPECT(LastMessageWasCompressed(context.c_call()) == compressed,
                   "response_compressed=%s but the response's compressed flag is %s",
                   compressed ? "true" : "false", compressed ? "clear" : "set");
-      if (!CheckLargeResponse(response)) return false;
     }
     return true;
   }
 
   bool ClientStreaming() {
     ClientContext context;
-    SetDeadline(&context);
-    StreamingInputCallResponse response;
-    auto writer = stub_->StreamingInputCall(&context, &response);
-    for (int size : {27182, 8, 1828, 45904}) {
-      StreamingInputCallRequest request;
-      request.mutable_payload()->set_body(Zeros(size));
-      PEER_EXPECT(writer->Write(request), "writing the %d-byte request failed", size);
-    }
-    PEER_EXPECT(writer->WritesDone(), "half-close failed");
-    Status status = writer->Finish();
-    PEER_EXPECT_STATUS(status, StatusCode::OK);
-    PEER_EXPECT(response.aggregated_payload_size() == 74922, "aggregated_payload_size %d",
-                response.aggregated_payload_size());
-    return true;
+    return ClientStream(&context, {{27182}, {8}, {1828}, {45904}}, 74922);
   }
 
   bool ClientCompressedStreaming() {
@@ -195,77 +171,16 @@ class InteropClient {
       PEER_EXPECT_STATUS(status, StatusCode::INVALID_ARGUMENT);
     }
     ClientContext context;
-    SetDeadline(&context);
     context.set_compression_algorithm(GRPC_COMPRESS_GZIP);
-    StreamingInputCallResponse response;
-    auto writer = stub_->StreamingInputCall(&context, &response);
-    StreamingInputCallRequest request;
-    request.mutable_expect_compressed()->set_value(true);
-    request.mutable_payload()->set_body(Zeros(27182));
-    PEER_EXPECT(writer->Write(request), "writing the compressed request failed");
-    request.mutable_expect_compressed()->set_value(false);
-    request.mutable_payload()->set_body(Zeros(45904));
-    PEER_EXPECT(writer->Write(request, grpc::WriteOptions().set_no_compression()),
-                "writing the uncompressed request failed");
-    PEER_EXPECT(writer->WritesDone(), "half-close failed");
-    Status status = writer->Finish();
-    PEER_EXPECT_STATUS(status, StatusCode::OK);
-    PEER_EXPECT(response.aggregated_payload_size() == 73086, "aggregated_payload_size %d",
-                response.aggregated_payload_size());
-    return true;
+    return ClientStream(&context, {{27182, true}, {45904, false, /*no_compression=*/true}}, 73086);
   }
 
   bool ServerStreaming() {
-    ClientContext context;
-    SetDeadline(&context);
-    StreamingOutputCallRequest request;
-    const std::vector<int> sizes = {31415, 9, 2653, 58979};
-    for (int size : sizes) request.add_response_parameters()->set_size(size);
-    auto reader = stub_->StreamingOutputCall(&context, request);
-    StreamingOutputCallResponse response;
-    size_t count = 0;
-    while (reader->Read(&response)) {
-      PEER_EXPECT(count < sizes.size(), "more than %zu responses", sizes.size());
-      PEER_EXPECT(CheckBody(response.payload().body(), sizes[count]),
-                  "response %zu has %zu bytes (or non-zero bytes), wanted %d zeros", count,
-                  response.payload().body().size(), sizes[count]);
-      ++count;
-    }
-    Status status = reader->Finish();
-    PEER_EXPECT_STATUS(status, StatusCode::OK);
-    PEER_EXPECT(count == sizes.size(), "%zu responses, wanted %zu", count, sizes.size());
-    return true;
+    return ServerStream(
+        {{31415, std::nullopt}, {9, std::nullopt}, {2653, std::nullopt}, {58979, std::nullopt}});
   }
 
-  bool ServerCompressedStreaming() {
-    ClientContext context;
-    SetDeadline(&context);
-    StreamingOutputCallRequest request;
-    const std::vector<std::pair<int, bool>> parameters = {{31415, true}, {92653, false}};
-    for (auto [size, compressed] : parameters) {
-      auto* added = request.add_response_parameters();
-      added->set_size(size);
-      added->mutable_compressed()->set_value(compressed);
-    }
-    auto reader = stub_->StreamingOutputCall(&context, request);
-    StreamingOutputCallResponse response;
-    size_t count = 0;
-    while (reader->Read(&response)) {
-      PEER_EXPECT(count < parameters.size(), "more than %zu responses", parameters.size());
-      auto [size, compressed] = parameters[count];
-      PEER_EXPECT(CheckBody(response.payload().body(), size),
-                  "response %zu has %zu bytes (or non-zero bytes), wanted %d zeros", count,
-                  response.payload().body().size(), size);
-      PEER_EXPECT(LastMessageWasCompressed(context.c_call()) == compressed,
-                  "response %zu: compressed=%s asked, but the compressed flag is %s", count,
-                  compressed ? "true" : "false", compressed ? "clear" : "set");
-      ++count;
-    }
-    Status status = reader->Finish();
-    PEER_EXPECT_STATUS(status, StatusCode::OK);
-    PEER_EXPECT(count == parameters.size(), "%zu responses, wanted %zu", count, parameters.size());
-    return true;
-  }
+  bool ServerCompressedStreaming() { return ServerStream({{31415, true}, {92653, false}}); }
 
   bool PingPong() {
     ClientContext context;
@@ -274,32 +189,16 @@ class InteropClient {
     const std::vector<std::pair<int, int>> exchanges = {
         {31415, 27182}, {9, 8}, {2653, 1828}, {58979, 45904}};
     for (auto [response_size, payload_size] : exchanges) {
-      PEER_EXPECT(stream->Write(StreamingRequest(response_size, payload_size)),
-                  "writing the %d-byte request failed", payload_size);
-      StreamingOutputCallResponse response;
-      PEER_EXPECT(stream->Read(&response), "no response to the %d-byte request", payload_size);
-      PEER_EXPECT(CheckBody(response.payload().body(), response_size),
-                  "response has %zu bytes (or non-zero bytes), wanted %d zeros",
-                  response.payload().body().size(), response_size);
+      if (!Exchange(stream.get(), response_size, payload_size)) return false;
     }
-    PEER_EXPECT(stream->WritesDone(), "half-close failed");
-    StreamingOutputCallResponse extra;
-    PEER_EXPECT(!stream->Read(&extra), "a fifth response arrived");
-    Status status = stream->Finish();
-    PEER_EXPECT_STATUS(status, StatusCode::OK);
-    return true;
+    return HalfCloseAndFinish(stream.get());
   }
 
   bool EmptyStream() {
     ClientContext context;
     SetDeadline(&context);
     auto stream = stub_->FullDuplexCall(&context);
-    PEER_EXPECT(stream->WritesDone(), "half-close failed");
-    StreamingOutputCallResponse response;
-    PEER_EXPECT(!stream->Read(&response), "a response arrived on an empty stream");
-    Status status = stream->Finish();
-    PEER_EXPECT_STATUS(status, StatusCode::OK);
-    return true;
+    return HalfCloseAndFinish(stream.get());
   }
 
   bool TimeoutOnSleepingServer() {
@@ -319,37 +218,22 @@ class InteropClient {
     SetDeadline(&context);
     StreamingInputCallResponse response;
     auto writer = stub_->StreamingInputCall(&context, &response);
-    context.TryCancel();
-    Status status = writer->Finish();
-    PEER_EXPECT_STATUS(status, StatusCode::CANCELLED);
-    return true;
+    return CancelAndFinish(&context, writer.get());
   }
 
   bool CancelAfterFirstResponse() {
     ClientContext context;
     SetDeadline(&context);
     auto stream = stub_->FullDuplexCall(&context);
-    PEER_EXPECT(stream->Write(StreamingRequest(31415, 27182)), "writing the request failed");
-    StreamingOutputCallResponse response;
-    PEER_EXPECT(stream->Read(&response), "no response arrived");
-    PEER_EXPECT(CheckBody(response.payload().body(), 31415),
-                "response has %zu bytes (or non-zero bytes), wanted 31415 zeros",
-                response.payload().body().size());
-    context.TryCancel();
-    Status status = stream->Finish();
-    PEER_EXPECT_STATUS(status, StatusCode::CANCELLED);
-    return true;
+    return Exchange(stream.get(), 31415, 27182) && CancelAndFinish(&context, stream.get());
   }
 
   bool CustomMetadata() {
     {
       ClientContext context;
-      SetDeadline(&context);
       AddEchoMetadata(&context);
-      SimpleResponse response;
-      Status status = stub_->UnaryCall(&context, LargeUnaryRequest(), &response);
-      PEER_EXPECT_STATUS(status, StatusCode::OK);
-      if (!CheckLargeResponse(response) || !CheckEchoedMetadata(context, "UnaryCall")) {
+      if (!Unary(&context, LargeUnaryRequest(), StatusCode::OK) ||
+          !CheckEchoedMetadata(context, "UnaryCall")) {
         return false;
       }
     }
@@ -357,40 +241,24 @@ class InteropClient {
     SetDeadline(&context);
     AddEchoMetadata(&context);
     auto stream = stub_->FullDuplexCall(&context);
-    PEER_EXPECT(stream->Write(StreamingRequest(314159, 271828)), "writing the request failed");
-    StreamingOutputCallResponse response;
-    PEER_EXPECT(stream->Read(&response), "no response arrived");
-    PEER_EXPECT(CheckBody(response.payload().body(), 314159),
-                "response has %zu bytes (or non-zero bytes), wanted 314159 zeros",
-                response.payload().body().size());
-    PEER_EXPECT(stream->WritesDone(), "half-close failed");
-    PEER_EXPECT(!stream->Read(&response), "a second response arrived");
-    Status status = stream->Finish();
-    PEER_EXPECT_STATUS(status, StatusCode::OK);
-    return CheckEchoedMetadata(context, "FullDuplexCall");
+    return Exchange(stream.get(), 314159, 271828) && HalfCloseAndFinish(stream.get()) &&
+           CheckEchoedMetadata(context, "FullDuplexCall");
   }
 
   bool StatusCodeAndMessage() {
     const std::string message = "test status message";
     {
       ClientContext context;
-      SetDeadline(&context);
-      SimpleRequest request;
-      request.mutable_response_status()->set_code(2);
-      request.mutable_response_status()->set_message(message);
-      SimpleResponse response;
-      Status status = stub_->UnaryCall(&context, request, &response);
-      PEER_EXPECT_STATUS(status, StatusCode::UNKNOWN);
-      PEER_EXPECT(status.error_message() == message, "UnaryCall status message \"%s\"",
-                  status.error_message().c_str());
+      if (!Unary(&context, StatusRequest<SimpleRequest>(message), StatusCode::UNKNOWN, "UnaryCall",
+                 message)) {
+        return false;
+      }
     }
     ClientContext context;
     SetDeadline(&context);
     auto stream = stub_->FullDuplexCall(&context);
-    StreamingOutputCallRequest request;
-    request.mutable_response_status()->set_code(2);
-    request.mutable_response_status()->set_message(message);
-    PEER_EXPECT(stream->Write(request), "writing the request failed");
+    PEER_EXPECT(stream->Write(StatusRequest<StreamingOutputCallRequest>(message)),
+                "writing the request failed");
     stream->WritesDone();  // May fail once the server has finished the call.
     Status status = stream->Finish();
     PEER_EXPECT_STATUS(status, StatusCode::UNKNOWN);
@@ -401,34 +269,16 @@ class InteropClient {
 
   bool SpecialStatusMessage() {
     ClientContext context;
-    SetDeadline(&context);
-    SimpleRequest request;
-    request.mutable_response_status()->set_code(2);
-    request.mutable_response_status()->set_message(kSpecialStatusMessage);
-    SimpleResponse response;
-    Status status = stub_->UnaryCall(&context, request, &response);
-    PEER_EXPECT_STATUS(status, StatusCode::UNKNOWN);
-    PEER_EXPECT(status.error_message() == kSpecialStatusMessage, "status message \"%s\"",
-                status.error_message().c_str());
-    return true;
+    return Unary(&context, StatusRequest<SimpleRequest>(kSpecialStatusMessage), StatusCode::UNKNOWN,
+                 "UnaryCall", kSpecialStatusMessage);
   }
 
   bool UnimplementedMethod() {
-    ClientContext context;
-    SetDeadline(&context);
-    Empty response;
-    Status status = stub_->UnimplementedCall(&context, Empty(), &response);
-    PEER_EXPECT_STATUS(status, StatusCode::UNIMPLEMENTED);
-    return true;
+    return EmptyCallEnds(EmptyMethod::kUnimplementedMethod, StatusCode::UNIMPLEMENTED);
   }
 
   bool UnimplementedService() {
-    ClientContext context;
-    SetDeadline(&context);
-    Empty response;
-    Status status = unimplemented_stub_->UnimplementedCall(&context, Empty(), &response);
-    PEER_EXPECT_STATUS(status, StatusCode::UNIMPLEMENTED);
-    return true;
+    return EmptyCallEnds(EmptyMethod::kUnimplementedService, StatusCode::UNIMPLEMENTED);
   }
 
  private:
@@ -443,10 +293,137 @@ class InteropClient {
     return body.size() == static_cast<size_t>(size) && AllZero(body);
   }
 
-  static bool CheckLargeResponse(const SimpleResponse& response) {
-    PEER_EXPECT(CheckBody(response.payload().body(), 314159),
-                "response has %zu bytes (or non-zero bytes), wanted 314159 zeros",
-                response.payload().body().size());
+  // A UnaryCall of `request` on `context` (given the case deadline here) that must end with
+  // `wanted`: when that is OK, with a response of request.response_size() zeros; otherwise,
+  // when `message` is given, with that status message. `what` names the call in a failure.
+  bool Unary(ClientContext* context, const SimpleRequest& request, StatusCode wanted,
+             const char* what = "UnaryCall", std::optional<std::string> message = std::nullopt) {
+    SetDeadline(context);
+    SimpleResponse response;
+    Status status = stub_->UnaryCall(context, request, &response);
+    PEER_EXPECT(status.error_code() == wanted, "%s: status %d (%s), wanted %d", what,
+                static_cast<int>(status.error_code()), status.error_message().c_str(),
+                static_cast<int>(wanted));
+    if (wanted == StatusCode::OK) {
+      PEER_EXPECT(CheckBody(response.payload().body(), request.response_size()),
+                  "%s: response has %zu bytes (or non-zero bytes), wanted %d zeros", what,
+                  response.payload().body().size(), request.response_size());
+    }
+    PEER_EXPECT(!message || status.error_message() == *message, "%s status message \"%s\"", what,
+                status.error_message().c_str());
+    return true;
+  }
+
+  bool EmptyCallEnds(EmptyMethod method, StatusCode wanted) {
+    ClientContext context;
+    SetDeadline(&context);
+    Empty response;
+    Status status;
+    switch (method) {
+      case EmptyMethod::kEmptyCall:
+        status = stub_->EmptyCall(&context, Empty(), &response);
+        break;
+      case EmptyMethod::kUnimplementedMethod:
+        status = stub_->UnimplementedCall(&context, Empty(), &response);
+        break;
+      case EmptyMethod::kUnimplementedService:
+        status = unimplemented_stub_->UnimplementedCall(&context, Empty(), &response);
+        break;
+    }
+    PEER_EXPECT(status.error_code() == wanted, "status %d (%s), wanted %d",
+                static_cast<int>(status.error_code()), status.error_message().c_str(),
+                static_cast<int>(wanted));
+    return true;
+  }
+
+  // A client-streaming call on `context` (given the case deadline here) sending `messages`,
+  // which must end OK with `aggregated` as the aggregated payload size.
+  bool ClientStream(ClientContext* context, const std::vector<InputMessage>& messages,
+                    int aggregated) {
+    SetDeadline(context);
+    StreamingInputCallResponse response;
+    auto writer = stub_->StreamingInputCall(context, &response);
+    for (const InputMessage& message : messages) {
+      StreamingInputCallRequest request;
+      if (message.expect_compressed) {
+        request.mutable_expect_compressed()->set_value(*message.expect_compressed);
+      }
+      request.mutable_payload()->set_body(Zeros(message.size));
+      grpc::WriteOptions options;
+      if (message.no_compression) options.set_no_compression();
+      PEER_EXPECT(writer->Write(request, options), "writing the %d-byte request failed",
+                  message.size);
+    }
+    PEER_EXPECT(writer->WritesDone(), "half-close failed");
+    Status status = writer->Finish();
+    PEER_EXPECT_STATUS(status, StatusCode::OK);
+    PEER_EXPECT(response.aggregated_payload_size() == aggregated,
+                "aggregated_payload_size %d, wanted %d", response.aggregated_payload_size(),
+                aggregated);
+    return true;
+  }
+
+  // A server-streaming call asking for `responses`, which must all arrive, in order, as zeros
+  // of their size (and compressed or not as asked), before the call ends OK.
+  bool ServerStream(const std::vector<OutputMessage>& responses) {
+    ClientContext context;
+    SetDeadline(&context);
+    StreamingOutputCallRequest request;
+    for (const OutputMessage& wanted : responses) {
+      auto* added = request.add_response_parameters();
+      added->set_size(wanted.size);
+      if (wanted.compressed) added->mutable_compressed()->set_value(*wanted.compressed);
+    }
+    auto reader = stub_->StreamingOutputCall(&context, request);
+    StreamingOutputCallResponse response;
+    size_t count = 0;
+    while (reader->Read(&response)) {
+      PEER_EXPECT(count < responses.size(), "more than %zu responses", responses.size());
+      const OutputMessage& wanted = responses[count];
+      PEER_EXPECT(CheckBody(response.payload().body(), wanted.size),
+                  "response %zu has %zu bytes (or non-zero bytes), wanted %d zeros", count,
+                  response.payload().body().size(), wanted.size);
+      PEER_EXPECT(
+          !wanted.compressed || LastMessageWasCompressed(context.c_call()) == *wanted.compressed,
+          "response %zu: compressed=%s asked, but the compressed flag is %s", count,
+          *wanted.compressed ? "true" : "false", *wanted.compressed ? "clear" : "set");
+      ++count;
+    }
+    Status status = reader->Finish();
+    PEER_EXPECT_STATUS(status, StatusCode::OK);
+    PEER_EXPECT(count == responses.size(), "%zu responses, wanted %zu", count, responses.size());
+    return true;
+  }
+
+  // Writes StreamingRequest(response_size, payload_size) on `stream` and reads its response,
+  // which must be `response_size` zeros.
+  static bool Exchange(DuplexStream* stream, int response_size, int payload_size) {
+    PEER_EXPECT(stream->Write(StreamingRequest(response_size, payload_size)),
+                "writing the %d-byte request failed", payload_size);
+    StreamingOutputCallResponse response;
+    PEER_EXPECT(stream->Read(&response), "no response to the %d-byte request", payload_size);
+    PEER_EXPECT(CheckBody(response.payload().body(), response_size),
+                "response has %zu bytes (or non-zero bytes), wanted %d zeros",
+                response.payload().body().size(), response_size);
+    return true;
+  }
+
+  // Cancels the call of `stream`, which must then end CANCELLED.
+  template <class Stream>
+  static bool CancelAndFinish(ClientContext* context, Stream* stream) {
+    context->TryCancel();
+    Status status = stream->Finish();
+    PEER_EXPECT_STATUS(status, StatusCode::CANCELLED);
+    return true;
+  }
+
+  // Half-closes `stream`, which must then end OK without a further response.
+  static bool HalfCloseAndFinish(DuplexStream* stream) {
+    PEER_EXPECT(stream->WritesDone(), "half-close failed");
+    StreamingOutputCallResponse extra;
+    PEER_EXPECT(!stream->Read(&extra), "a response arrived after the expected ones");
+    Status status = stream->Finish();
+    PEER_EXPECT_STATUS(status, StatusCode::OK);
     return true;
   }
 
@@ -470,44 +447,7 @@ class InteropClient {
   std::unique_ptr<grpc::testing::UnimplementedService::Stub> unimplemented_stub_;
 };
 
-struct TestCase {
-  const char* name;
-  bool (InteropClient::*run)();
-};
-
-// The order --test_case=all runs them in. --test_case also takes a comma-separated list.
-constexpr TestCase kTestCases[] = {
-    {"empty_unary", &InteropClient::EmptyUnary},
-    {"large_unary", &InteropClient::LargeUnary},
-    {"client_compressed_unary", &InteropClient::ClientCompressedUnary},
-    {"server_compressed_unary", &InteropClient::ServerCompressedUnary},
-    {"client_streaming", &InteropClient::ClientStreaming},
-    {"client_compressed_streaming", &InteropClient::ClientCompressedStreaming},
-    {"server_streaming", &InteropClient::ServerStreaming},
-    {"server_compressed_streaming", &InteropClient::ServerCompressedStreaming},
-    {"ping_pong", &InteropClient::PingPong},
-    {"empty_stream", &InteropClient::EmptyStream},
-    {"timeout_on_sleeping_server", &InteropClient::TimeoutOnSleepingServer},
-    {"cancel_after_begin", &InteropClient::CancelAfterBegin},
-    {"cancel_after_first_response", &InteropClient::CancelAfterFirstResponse},
-    {"custom_metadata", &InteropClient::CustomMetadata},
-    {"status_code_and_message", &InteropClient::StatusCodeAndMessage},
-    {"special_status_message", &InteropClient::SpecialStatusMessage},
-    {"unimplemented_method", &InteropClient::UnimplementedMethod},
-    {"unimplemented_service", &InteropClient::UnimplementedService},
-};
-
-// The whole file, or "" when it cannot be read.
-std::string ReadWholeFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return "";
-  std::string content;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) content.append(buf, n);
-  std::fclose(f);
-  return content;
-}
+using TestCase = rill::test::interop::InteropCase<InteropClient, bool>;
 
 int Main(int argc, char** argv) {
   PeerFlags flags({{"server_host", "localhost"},
@@ -526,27 +466,9 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "bad --server_port: %s\n", flags.Get("server_port").c_str());
     return 2;
   }
-  std::vector<const TestCase*> selected;
-  std::string_view names = flags.Get("test_case");
-  if (names == "all") {
-    for (const TestCase& test : kTestCases) selected.push_back(&test);
-  }
-  while (names != "all" && !names.empty()) {
-    std::string_view name = names.substr(0, names.find(','));
-    names.remove_prefix(std::min(names.size(), name.size() + 1));
-    auto it = std::find_if(std::begin(kTestCases), std::end(kTestCases),
-                           [name](const TestCase& test) { return name == test.name; });
-    if (it == std::end(kTestCases)) {
-      std::fprintf(stderr, "unknown --test_case: %.*s\n", static_cast<int>(name.size()),
-                   name.data());
-      return 2;
-    }
-    selected.push_back(&*it);
-  }
-  if (selected.empty()) {
-    std::fprintf(stderr, "--test_case is empty\n");
-    return 2;
-  }
+  const std::optional<std::vector<TestCase>> selected = rill::test::interop::SelectInteropCases(
+      rill::test::interop::InteropCases<InteropClient, bool>(), flags.Get("test_case"));
+  if (!selected) return 2;
 
   grpc::ChannelArguments arguments;
   std::shared_ptr<grpc::ChannelCredentials> credentials = grpc::InsecureChannelCredentials();
@@ -571,18 +493,18 @@ int Main(int argc, char** argv) {
   InteropClient client(channel);
 
   int failed = 0;
-  for (const TestCase* test : selected) {
-    current_case = test->name;
-    if ((client.*test->run)()) {
-      std::printf("PASS %s\n", test->name);
+  for (const TestCase& test : *selected) {
+    current_case = test.name;
+    if ((client.*test.run)()) {
+      std::printf("PASS %s\n", test.name);
     } else {
       ++failed;
     }
     std::fflush(stdout);
   }
-  if (selected.size() > 1) {
-    std::printf("interop client: %zu of %zu cases passed\n", selected.size() - failed,
-                selected.size());
+  if (selected->size() > 1) {
+    std::printf("interop client: %zu of %zu cases passed\n", selected->size() - failed,
+                selected->size());
   }
   return failed == 0 ? 0 : 1;
 }

@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -32,6 +31,7 @@
 #include "grpc/testing/test.grpc.pb.h"
 #include "tests/peers/cpp/message_flags.h"
 #include "tests/peers/cpp/peer_flags.h"
+#include "tests/testing/stop_signals.h"
 
 namespace peer {
 namespace {
@@ -243,18 +243,6 @@ class TestServiceImpl final : public grpc::testing::TestService::Service {
   }
 };
 
-// The whole file, or "" when it cannot be read.
-std::string ReadWholeFile(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return "";
-  std::string content;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) content.append(buf, n);
-  std::fclose(f);
-  return content;
-}
-
 int Main(int argc, char** argv) {
   PeerFlags flags({{"port", "0"},
                    {"use_tls", "false"},
@@ -279,12 +267,7 @@ int Main(int argc, char** argv) {
     return 2;
   }
 
-  // SIGINT and SIGTERM are taken by sigwait below rather than killing the process mid-call.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  const rill::test::StopSignals stop;  // before any thread starts: they inherit the mask
 
   TestServiceImpl service;
 #ifdef PEER_WITH_REFLECTION
@@ -299,11 +282,7 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "cannot listen on port %d\n", port);
     return 1;
   }
-  std::printf("listening on %d\n", selected_port);
-  std::fflush(stdout);
-
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  stop.AnnounceAndWait(selected_port);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
   return 0;
 }

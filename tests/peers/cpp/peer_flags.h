@@ -65,6 +65,18 @@ class PeerFlags {
   std::map<std::string, std::string> values_;
 };
 
+// The whole file, or "" when it cannot be read.
+inline std::string ReadWholeFile(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return "";
+  std::string content;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) content.append(buf, n);
+  std::fclose(f);
+  return content;
+}
+
 }  // namespace peer
 
 #endif  // RILL_TESTS_PEERS_CPP_PEER_FLAGS_H_

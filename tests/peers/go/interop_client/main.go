@@ -200,202 +200,55 @@ func callContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), callDeadline)
 }
 
-func (c *interopClient) emptyUnary() error {
-	ctx, cancel := callContext()
-	defer cancel()
-	response, err := c.stub.EmptyCall(ctx, &testpb.Empty{})
-	if err := checkCode(err, codes.OK); err != nil {
+// checkUnary makes a UnaryCall of request on ctx that must end with want: when that is OK,
+// answered with request's response_size zeros; otherwise, when wantMessage is not empty, with
+// that status message.
+func (c *interopClient) checkUnary(ctx context.Context, request *testpb.SimpleRequest,
+	want codes.Code, wantMessage string, options ...grpc.CallOption) error {
+	response, err := c.stub.UnaryCall(ctx, request, options...)
+	if err := checkCode(err, want); err != nil {
 		return err
 	}
-	if response == nil {
-		return errors.New("no response")
+	if want == codes.OK {
+		return checkBody(response.GetPayload().GetBody(), int(request.ResponseSize))
+	}
+	if got := status.Convert(err).Message(); wantMessage != "" && got != wantMessage {
+		return fmt.Errorf("status message %q", got)
 	}
 	return nil
 }
 
-func (c *interopClient) largeUnary() error {
-	ctx, cancel := callContext()
-	defer cancel()
-	response, err := c.stub.UnaryCall(ctx, largeUnaryRequest())
-	if err := checkCode(err, codes.OK); err != nil {
-		return err
-	}
-	return checkBody(response.GetPayload().GetBody(), 314159)
-}
-
-func (c *interopClient) clientCompressedUnary() error {
-	{
-		// The probe: an uncompressed request that claims to be compressed must be refused.
-		ctx, cancel := callContext()
-		defer cancel()
-		request := largeUnaryRequest()
-		request.ExpectCompressed = &testpb.BoolValue{Value: true}
-		_, err := c.stub.UnaryCall(ctx, request)
-		if err := checkCode(err, codes.InvalidArgument); err != nil {
-			return fmt.Errorf("probe: %v", err)
-		}
-	}
-	for _, compressed := range []bool{true, false} {
-		ctx, cancel := callContext()
-		defer cancel()
-		var options []grpc.CallOption
-		if compressed {
-			options = append(options, grpc.UseCompressor(gzip.Name))
-		}
-		request := largeUnaryRequest()
-		request.ExpectCompressed = &testpb.BoolValue{Value: compressed}
-		response, err := c.stub.UnaryCall(ctx, request, options...)
-		if err := checkCode(err, codes.OK); err != nil {
-			return fmt.Errorf("compressed=%t: %v", compressed, err)
-		}
-		if err := checkBody(response.GetPayload().GetBody(), 314159); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (c *interopClient) serverCompressedUnary() error {
-	for _, compressed := range []bool{true, false} {
-		ctx, cancel := callContext()
-		defer cancel()
-		ctx, flags := recordFlags(ctx)
-		request := largeUnaryRequest()
-		request.ResponseCompressed = &testpb.BoolValue{Value: compressed}
-		response, err := c.stub.UnaryCall(ctx, request)
-		if err := checkCode(err, codes.OK); err != nil {
-			return err
-		}
-		if got, ok := flags.at(0); !ok || got != compressed {
-			return fmt.Errorf("response_compressed=%t but the response's compressed flag is %t",
-				compressed, got)
-		}
-		if err := checkBody(response.GetPayload().GetBody(), 314159); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (c *interopClient) clientStreaming() error {
-	ctx, cancel := callContext()
-	defer cancel()
-	stream, err := c.stub.StreamingInputCall(ctx)
+// checkClientStream sends messages (requests, or grpc.PreparedMsg) on a StreamingInputCall on
+// ctx, which must end OK with aggregated as the aggregated payload size.
+func (c *interopClient) checkClientStream(ctx context.Context, messages []interface{},
+	aggregated int32, options ...grpc.CallOption) error {
+	stream, err := c.stub.StreamingInputCall(ctx, options...)
 	if err != nil {
 		return checkCode(err, codes.OK)
 	}
-	for _, size := range []int{27182, 8, 1828, 45904} {
-		request := &testpb.StreamingInputCallRequest{Payload: &testpb.Payload{Body: make([]byte, size)}}
-		if err := stream.Send(request); err != nil {
-			return fmt.Errorf("writing the %d-byte request failed: %v", size, err)
+	for i, message := range messages {
+		if err := stream.SendMsg(message); err != nil {
+			return fmt.Errorf("writing request %d failed: %v", i, err)
 		}
 	}
 	response, err := stream.CloseAndRecv()
 	if err := checkCode(err, codes.OK); err != nil {
 		return err
 	}
-	if response.AggregatedPayloadSize != 74922 {
-		return fmt.Errorf("aggregated_payload_size %d", response.AggregatedPayloadSize)
+	if response.AggregatedPayloadSize != aggregated {
+		return fmt.Errorf("aggregated_payload_size %d, wanted %d", response.AggregatedPayloadSize,
+			aggregated)
 	}
 	return nil
 }
 
-func (c *interopClient) clientCompressedStreaming() error {
-	// The probe: an uncompressed message that claims to be compressed must be refused.
-	probeCtx, cancelProbe := callContext()
-	defer cancelProbe()
-	probe, err := c.stub.StreamingInputCall(probeCtx)
-	if err != nil {
-		return fmt.Errorf("probe: %v", checkCode(err, codes.OK))
-	}
-	_ = probe.Send(&testpb.StreamingInputCallRequest{ // May fail once the server has refused.
-		ExpectCompressed: &testpb.BoolValue{Value: true},
-		Payload:          &testpb.Payload{Body: make([]byte, 27182)},
-	})
-	_, err = probe.CloseAndRecv()
-	if err := checkCode(err, codes.InvalidArgument); err != nil {
-		return fmt.Errorf("probe: %v", err)
-	}
-
-	ctx, cancel := callContext()
-	defer cancel()
-	stream, err := c.stub.StreamingInputCall(ctx, grpc.UseCompressor(gzip.Name))
-	if err != nil {
-		return checkCode(err, codes.OK)
-	}
-	err = stream.Send(&testpb.StreamingInputCallRequest{
-		ExpectCompressed: &testpb.BoolValue{Value: true},
-		Payload:          &testpb.Payload{Body: make([]byte, 27182)},
-	})
-	if err != nil {
-		return fmt.Errorf("writing the compressed request failed: %v", err)
-	}
-	// Encoded with the probe's (uncompressed) call's codec and compressor: sent with the
-	// compressed flag clear on this gzip call.
-	uncompressed := &grpc.PreparedMsg{}
-	err = uncompressed.Encode(probe, &testpb.StreamingInputCallRequest{
-		ExpectCompressed: &testpb.BoolValue{Value: false},
-		Payload:          &testpb.Payload{Body: make([]byte, 45904)},
-	})
-	if err != nil {
-		return fmt.Errorf("encoding the uncompressed request failed: %v", err)
-	}
-	if err := stream.SendMsg(uncompressed); err != nil {
-		return fmt.Errorf("writing the uncompressed request failed: %v", err)
-	}
-	response, err := stream.CloseAndRecv()
-	if err := checkCode(err, codes.OK); err != nil {
-		return err
-	}
-	if response.AggregatedPayloadSize != 73086 {
-		return fmt.Errorf("aggregated_payload_size %d", response.AggregatedPayloadSize)
-	}
-	return nil
-}
-
-func (c *interopClient) serverStreaming() error {
-	ctx, cancel := callContext()
-	defer cancel()
-	sizes := []int{31415, 9, 2653, 58979}
-	request := &testpb.StreamingOutputCallRequest{}
-	for _, size := range sizes {
-		request.ResponseParameters = append(request.ResponseParameters,
-			&testpb.ResponseParameters{Size: int32(size)})
-	}
-	stream, err := c.stub.StreamingOutputCall(ctx, request)
-	if err != nil {
-		return checkCode(err, codes.OK)
-	}
-	count := 0
-	for ; ; count++ {
-		response, err := stream.Recv()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return checkCode(err, codes.OK)
-		}
-		if count >= len(sizes) {
-			return fmt.Errorf("more than %d responses", len(sizes))
-		}
-		if err := checkBody(response.GetPayload().GetBody(), sizes[count]); err != nil {
-			return fmt.Errorf("response %d: %v", count, err)
-		}
-	}
-	if count != len(sizes) {
-		return fmt.Errorf("%d responses, wanted %d", count, len(sizes))
-	}
-	return nil
-}
-
-func (c *interopClient) serverCompressedStreaming() error {
+// checkServerStream makes a StreamingOutputCall asking for parameters, whose responses must all
+// arrive, in order, as zeros of their size (and compressed or not, where asked) before the call
+// ends OK.
+func (c *interopClient) checkServerStream(parameters []*testpb.ResponseParameters) error {
 	ctx, cancel := callContext()
 	defer cancel()
 	ctx, flags := recordFlags(ctx)
-	parameters := []*testpb.ResponseParameters{
-		{Size: 31415, Compressed: &testpb.BoolValue{Value: true}},
-		{Size: 92653, Compressed: &testpb.BoolValue{Value: false}},
-	}
 	stream, err := c.stub.StreamingOutputCall(ctx,
 		&testpb.StreamingOutputCallRequest{ResponseParameters: parameters})
 	if err != nil {
@@ -417,6 +270,9 @@ func (c *interopClient) serverCompressedStreaming() error {
 		if err := checkBody(response.GetPayload().GetBody(), int(want.Size)); err != nil {
 			return fmt.Errorf("response %d: %v", count, err)
 		}
+		if want.Compressed == nil {
+			continue
+		}
 		if got, ok := flags.at(count); !ok || got != want.Compressed.Value {
 			return fmt.Errorf("response %d: compressed=%t asked, but the compressed flag is %t",
 				count, want.Compressed.Value, got)
@@ -428,44 +284,182 @@ func (c *interopClient) serverCompressedStreaming() error {
 	return nil
 }
 
-func (c *interopClient) pingPong() error {
-	ctx, cancel := callContext()
-	defer cancel()
+// exchange sends streamingRequest(responseSize, payloadSize) on stream and reads its response,
+// which must be responseSize zeros.
+func exchange(stream duplexStream, responseSize, payloadSize int) error {
+	if err := stream.Send(streamingRequest(responseSize, payloadSize)); err != nil {
+		return fmt.Errorf("writing the %d-byte request failed: %v", payloadSize, err)
+	}
+	response, err := stream.Recv()
+	if err != nil {
+		return fmt.Errorf("no response to the %d-byte request: %v", payloadSize,
+			checkCode(err, codes.OK))
+	}
+	return checkBody(response.GetPayload().GetBody(), responseSize)
+}
+
+type duplexStream = testpb.TestService_FullDuplexCallClient
+
+// withDuplex starts a FullDuplexCall on ctx and runs body on it.
+func (c *interopClient) withDuplex(ctx context.Context, body func(stream duplexStream) error) error {
 	stream, err := c.stub.FullDuplexCall(ctx)
 	if err != nil {
 		return checkCode(err, codes.OK)
 	}
-	for _, exchange := range [][2]int{{31415, 27182}, {9, 8}, {2653, 1828}, {58979, 45904}} {
-		responseSize, payloadSize := exchange[0], exchange[1]
-		if err := stream.Send(streamingRequest(responseSize, payloadSize)); err != nil {
-			return fmt.Errorf("writing the %d-byte request failed: %v", payloadSize, err)
-		}
-		response, err := stream.Recv()
-		if err != nil {
-			return fmt.Errorf("no response to the %d-byte request: %v", payloadSize,
-				checkCode(err, codes.OK))
-		}
-		if err := checkBody(response.GetPayload().GetBody(), responseSize); err != nil {
-			return err
-		}
-	}
+	return body(stream)
+}
+
+// halfCloseAndEnd half-closes stream, which must then end OK without a further response.
+func halfCloseAndEnd(stream duplexStream, what string) error {
 	if err := stream.CloseSend(); err != nil {
 		return fmt.Errorf("half-close failed: %v", err)
 	}
-	return expectEnd(stream.Recv, "after four exchanges")
+	return expectEnd(stream.Recv, what)
+}
+
+func (c *interopClient) emptyUnary() error {
+	ctx, cancel := callContext()
+	defer cancel()
+	response, err := c.stub.EmptyCall(ctx, &testpb.Empty{})
+	if err := checkCode(err, codes.OK); err != nil {
+		return err
+	}
+	if response == nil {
+		return errors.New("no response")
+	}
+	return nil
+}
+
+func (c *interopClient) largeUnary() error {
+	ctx, cancel := callContext()
+	defer cancel()
+	return c.checkUnary(ctx, largeUnaryRequest(), codes.OK, "")
+}
+
+func (c *interopClient) clientCompressedUnary() error {
+	{
+		// The probe: an uncompressed request that claims to be compressed must be refused.
+		ctx, cancel := callContext()
+		defer cancel()
+		request := largeUnaryRequest()
+		request.ExpectCompressed = &testpb.BoolValue{Value: true}
+		if err := c.checkUnary(ctx, request, codes.InvalidArgument, ""); err != nil {
+			return fmt.Errorf("probe: %v", err)
+		}
+	}
+	for _, compressed := range []bool{true, false} {
+		ctx, cancel := callContext()
+		defer cancel()
+		var options []grpc.CallOption
+		if compressed {
+			options = append(options, grpc.UseCompressor(gzip.Name))
+		}
+		request := largeUnaryRequest()
+		request.ExpectCompressed = &testpb.BoolValue{Value: compressed}
+		if err := c.checkUnary(ctx, request, codes.OK, "", options...); err != nil {
+			return fmt.Errorf("compressed=%t: %v", compressed, err)
+		}
+	}
+	return nil
+}
+
+func (c *interopClient) serverCompressedUnary() error {
+	for _, compressed := range []bool{true, false} {
+		ctx, cancel := callContext()
+		defer cancel()
+		ctx, flags := recordFlags(ctx)
+		request := largeUnaryRequest()
+		request.ResponseCompressed = &testpb.BoolValue{Value: compressed}
+		if err := c.checkUnary(ctx, request, codes.OK, ""); err != nil {
+			return fmt.Errorf("response_compressed=%t: %v", compressed, err)
+		}
+		if got, ok := flags.at(0); !ok || got != compressed {
+			return fmt.Errorf("response_compressed=%t but the response's compressed flag is %t",
+				compressed, got)
+		}
+	}
+	return nil
+}
+
+func inputRequest(size int, expectCompressed *testpb.BoolValue) *testpb.StreamingInputCallRequest {
+	return &testpb.StreamingInputCallRequest{
+		ExpectCompressed: expectCompressed,
+		Payload:          &testpb.Payload{Body: make([]byte, size)},
+	}
+}
+
+func (c *interopClient) clientStreaming() error {
+	ctx, cancel := callContext()
+	defer cancel()
+	var messages []interface{}
+	for _, size := range []int{27182, 8, 1828, 45904} {
+		messages = append(messages, inputRequest(size, nil))
+	}
+	return c.checkClientStream(ctx, messages, 74922)
+}
+
+func (c *interopClient) clientCompressedStreaming() error {
+	// The probe: an uncompressed message that claims to be compressed must be refused.
+	probeCtx, cancelProbe := callContext()
+	defer cancelProbe()
+	probe, err := c.stub.StreamingInputCall(probeCtx)
+	if err != nil {
+		return fmt.Errorf("probe: %v", checkCode(err, codes.OK))
+	}
+	// May fail once the server has refused.
+	_ = probe.Send(inputRequest(27182, &testpb.BoolValue{Value: true}))
+	_, err = probe.CloseAndRecv()
+	if err := checkCode(err, codes.InvalidArgument); err != nil {
+		return fmt.Errorf("probe: %v", err)
+	}
+
+	// The second message is encoded with the probe's (uncompressed) call's codec and
+	// compressor: sent with the compressed flag clear on the gzip call.
+	uncompressed := &grpc.PreparedMsg{}
+	err = uncompressed.Encode(probe, inputRequest(45904, &testpb.BoolValue{Value: false}))
+	if err != nil {
+		return fmt.Errorf("encoding the uncompressed request failed: %v", err)
+	}
+	ctx, cancel := callContext()
+	defer cancel()
+	messages := []interface{}{inputRequest(27182, &testpb.BoolValue{Value: true}), uncompressed}
+	return c.checkClientStream(ctx, messages, 73086, grpc.UseCompressor(gzip.Name))
+}
+
+func (c *interopClient) serverStreaming() error {
+	var parameters []*testpb.ResponseParameters
+	for _, size := range []int32{31415, 9, 2653, 58979} {
+		parameters = append(parameters, &testpb.ResponseParameters{Size: size})
+	}
+	return c.checkServerStream(parameters)
+}
+
+func (c *interopClient) serverCompressedStreaming() error {
+	return c.checkServerStream([]*testpb.ResponseParameters{
+		{Size: 31415, Compressed: &testpb.BoolValue{Value: true}},
+		{Size: 92653, Compressed: &testpb.BoolValue{Value: false}},
+	})
+}
+
+func (c *interopClient) pingPong() error {
+	ctx, cancel := callContext()
+	defer cancel()
+	return c.withDuplex(ctx, func(stream duplexStream) error {
+		for _, sizes := range [][2]int{{31415, 27182}, {9, 8}, {2653, 1828}, {58979, 45904}} {
+			if err := exchange(stream, sizes[0], sizes[1]); err != nil {
+				return err
+			}
+		}
+		return halfCloseAndEnd(stream, "after four exchanges")
+	})
 }
 
 func (c *interopClient) emptyStream() error {
 	ctx, cancel := callContext()
 	defer cancel()
-	stream, err := c.stub.FullDuplexCall(ctx)
-	if err != nil {
-		return checkCode(err, codes.OK)
-	}
-	if err := stream.CloseSend(); err != nil {
-		return fmt.Errorf("half-close failed: %v", err)
-	}
-	return expectEnd(stream.Recv, "empty stream")
+	return c.withDuplex(ctx, func(stream duplexStream) error {
+		return halfCloseAndEnd(stream, "empty stream")
+	})
 }
 
 func (c *interopClient) timeoutOnSleepingServer() error {
@@ -499,23 +493,14 @@ func (c *interopClient) cancelAfterBegin() error {
 func (c *interopClient) cancelAfterFirstResponse() error {
 	ctx, cancel := callContext()
 	defer cancel()
-	stream, err := c.stub.FullDuplexCall(ctx)
-	if err != nil {
-		return checkCode(err, codes.OK)
-	}
-	if err := stream.Send(streamingRequest(31415, 27182)); err != nil {
-		return fmt.Errorf("writing the request failed: %v", err)
-	}
-	response, err := stream.Recv()
-	if err != nil {
-		return fmt.Errorf("no response arrived: %v", checkCode(err, codes.OK))
-	}
-	if err := checkBody(response.GetPayload().GetBody(), 31415); err != nil {
-		return err
-	}
-	cancel()
-	_, err = stream.Recv()
-	return checkCode(err, codes.Canceled)
+	return c.withDuplex(ctx, func(stream duplexStream) error {
+		if err := exchange(stream, 31415, 27182); err != nil {
+			return err
+		}
+		cancel()
+		_, err := stream.Recv()
+		return checkCode(err, codes.Canceled)
+	})
 }
 
 func echoContext(ctx context.Context) context.Context {
@@ -541,12 +526,9 @@ func (c *interopClient) customMetadata() error {
 		ctx, cancel := callContext()
 		defer cancel()
 		var header, trailer metadata.MD
-		response, err := c.stub.UnaryCall(echoContext(ctx), largeUnaryRequest(),
+		err := c.checkUnary(echoContext(ctx), largeUnaryRequest(), codes.OK, "",
 			grpc.Header(&header), grpc.Trailer(&trailer))
-		if err := checkCode(err, codes.OK); err != nil {
-			return err
-		}
-		if err := checkBody(response.GetPayload().GetBody(), 314159); err != nil {
+		if err != nil {
 			return err
 		}
 		if err := checkEchoedMetadata("UnaryCall", header, trailer); err != nil {
@@ -555,31 +537,19 @@ func (c *interopClient) customMetadata() error {
 	}
 	ctx, cancel := callContext()
 	defer cancel()
-	stream, err := c.stub.FullDuplexCall(echoContext(ctx))
-	if err != nil {
-		return checkCode(err, codes.OK)
-	}
-	if err := stream.Send(streamingRequest(314159, 271828)); err != nil {
-		return fmt.Errorf("writing the request failed: %v", err)
-	}
-	response, err := stream.Recv()
-	if err != nil {
-		return fmt.Errorf("no response arrived: %v", checkCode(err, codes.OK))
-	}
-	if err := checkBody(response.GetPayload().GetBody(), 314159); err != nil {
-		return err
-	}
-	if err := stream.CloseSend(); err != nil {
-		return fmt.Errorf("half-close failed: %v", err)
-	}
-	if err := expectEnd(stream.Recv, "FullDuplexCall"); err != nil {
-		return err
-	}
-	header, err := stream.Header()
-	if err != nil {
-		return fmt.Errorf("FullDuplexCall: no initial metadata: %v", err)
-	}
-	return checkEchoedMetadata("FullDuplexCall", header, stream.Trailer())
+	return c.withDuplex(echoContext(ctx), func(stream duplexStream) error {
+		if err := exchange(stream, 314159, 271828); err != nil {
+			return err
+		}
+		if err := halfCloseAndEnd(stream, "FullDuplexCall"); err != nil {
+			return err
+		}
+		header, err := stream.Header()
+		if err != nil {
+			return fmt.Errorf("FullDuplexCall: no initial metadata: %v", err)
+		}
+		return checkEchoedMetadata("FullDuplexCall", header, stream.Trailer())
+	})
 }
 
 func (c *interopClient) statusCodeAndMessage() error {
@@ -588,47 +558,36 @@ func (c *interopClient) statusCodeAndMessage() error {
 	{
 		ctx, cancel := callContext()
 		defer cancel()
-		_, err := c.stub.UnaryCall(ctx, &testpb.SimpleRequest{ResponseStatus: echo})
-		if err := checkCode(err, codes.Unknown); err != nil {
+		request := &testpb.SimpleRequest{ResponseStatus: echo}
+		if err := c.checkUnary(ctx, request, codes.Unknown, message); err != nil {
 			return fmt.Errorf("UnaryCall: %v", err)
-		}
-		if got := status.Convert(err).Message(); got != message {
-			return fmt.Errorf("UnaryCall status message %q", got)
 		}
 	}
 	ctx, cancel := callContext()
 	defer cancel()
-	stream, err := c.stub.FullDuplexCall(ctx)
-	if err != nil {
-		return checkCode(err, codes.OK)
-	}
-	if err := stream.Send(&testpb.StreamingOutputCallRequest{ResponseStatus: echo}); err != nil {
-		return fmt.Errorf("writing the request failed: %v", err)
-	}
-	_ = stream.CloseSend()
-	_, err = stream.Recv()
-	if err := checkCode(err, codes.Unknown); err != nil {
-		return fmt.Errorf("FullDuplexCall: %v", err)
-	}
-	if got := status.Convert(err).Message(); got != message {
-		return fmt.Errorf("FullDuplexCall status message %q", got)
-	}
-	return nil
+	return c.withDuplex(ctx, func(stream duplexStream) error {
+		if err := stream.Send(&testpb.StreamingOutputCallRequest{ResponseStatus: echo}); err != nil {
+			return fmt.Errorf("writing the request failed: %v", err)
+		}
+		_ = stream.CloseSend()
+		_, err := stream.Recv()
+		if err := checkCode(err, codes.Unknown); err != nil {
+			return fmt.Errorf("FullDuplexCall: %v", err)
+		}
+		if got := status.Convert(err).Message(); got != message {
+			return fmt.Errorf("FullDuplexCall status message %q", got)
+		}
+		return nil
+	})
 }
 
 func (c *interopClient) specialStatusMessage() error {
 	ctx, cancel := callContext()
 	defer cancel()
-	_, err := c.stub.UnaryCall(ctx, &testpb.SimpleRequest{
+	request := &testpb.SimpleRequest{
 		ResponseStatus: &testpb.EchoStatus{Code: 2, Message: specialStatusMessage},
-	})
-	if err := checkCode(err, codes.Unknown); err != nil {
-		return err
 	}
-	if got := status.Convert(err).Message(); got != specialStatusMessage {
-		return fmt.Errorf("status message %q", got)
-	}
-	return nil
+	return c.checkUnary(ctx, request, codes.Unknown, specialStatusMessage)
 }
 
 func (c *interopClient) unimplementedMethod() error {
