@@ -55,6 +55,16 @@ struct FakeAllocations {
   }
 };
 
+// Stats reading `fake`'s allocation totals, with fixed version strings.
+StatsOptions FakeOptions(FakeAllocations& fake, std::string runtime_version = "c++20-test",
+                         std::string rpc_version = "9.9.9") {
+  StatsOptions options;
+  options.allocation_source = fake.Source();
+  options.runtime_version = std::move(runtime_version);
+  options.rpc_version = std::move(rpc_version);
+  return options;
+}
+
 std::string PrintToString(const Stats& stats) {
   std::ostringstream os;
   stats.Print(os);
@@ -95,11 +105,7 @@ TEST(StatsTest, DefaultVersions) {
 
 TEST(StatsTest, PrintMatchesGrpcGoBlockByteForByte) {
   FakeAllocations fake;
-  StatsOptions options;
-  options.allocation_source = fake.Source();
-  options.runtime_version = "c++20-test";
-  options.rpc_version = "9.9.9";
-  Stats stats(std::move(options));
+  Stats stats(FakeOptions(fake));
   fake.now = {100, 1000};
   stats.StartRun("unary", DefaultFeatures(), std::vector<bool>(kNumFeatureIndices, true));
   for (std::int64_t ns : {2000, 2000, 2001, 2003, 2006, 2010, 2100, 2200, 2300, 2512}) {
@@ -195,11 +201,7 @@ TEST(StdoutFormatTest, ParserAcceptsAGrpcGoBlock) {
 
 TEST(StdoutFormatTest, StatsReproducesTheGrpcGoBlock) {
   FakeAllocations fake;
-  StatsOptions options;
-  options.allocation_source = fake.Source();
-  options.runtime_version = "go1.24.2";
-  options.rpc_version = "1.74.0-dev";
-  Stats stats(std::move(options));
+  Stats stats(FakeOptions(fake, "go1.24.2", "1.74.0-dev"));
   fake.now = {5000, 1 << 20};
   stats.StartRun("unary", DefaultFeatures(), std::vector<bool>(kNumFeatureIndices, true));
   {
@@ -272,11 +274,7 @@ TEST(StdoutFormatTest, PrintedValuesRoundTripThroughTheParser) {
 
 TEST(StdoutFormatTest, UnconstrainedRunHasNoLatencies) {
   FakeAllocations fake;
-  StatsOptions options;
-  options.allocation_source = fake.Source();
-  options.runtime_version = "c++20-test";
-  options.rpc_version = "9.9.9";
-  Stats stats(std::move(options));
+  Stats stats(FakeOptions(fake));
   fake.now = {0, 0};
   stats.StartRun("unconstrained", DefaultFeatures(), std::vector<bool>(kNumFeatureIndices, true));
   fake.now = {30, 1000};

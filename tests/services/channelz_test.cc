@@ -185,36 +185,32 @@ class ChannelzTest : public ::testing::Test {
     }
   }
 
+  // A lookup by id that must succeed: the request gets `id` through `set_id`.
+  template <typename Request, typename Response>
+  Response Lookup(Status (cz::Channelz::Stub::*method)(ClientContext&, const Request&, Response*),
+                  void (Request::*set_id)(int64_t), int64_t id) {
+    Request request;
+    (request.*set_id)(id);
+    Response response;
+    EXPECT_TRUE(Ask(method, request, &response).ok());
+    return response;
+  }
   cz::Server GetServer(int64_t id) {
-    cz::GetServerRequest request;
-    request.set_server_id(id);
-    cz::GetServerResponse response;
-    EXPECT_TRUE(Ask(&cz::Channelz::Stub::GetServer, request, &response).ok());
-    return response.server();
+    return Lookup(&cz::Channelz::Stub::GetServer, &cz::GetServerRequest::set_server_id, id)
+        .server();
   }
-
   cz::Socket GetSocket(int64_t id) {
-    cz::GetSocketRequest request;
-    request.set_socket_id(id);
-    cz::GetSocketResponse response;
-    EXPECT_TRUE(Ask(&cz::Channelz::Stub::GetSocket, request, &response).ok());
-    return response.socket();
+    return Lookup(&cz::Channelz::Stub::GetSocket, &cz::GetSocketRequest::set_socket_id, id)
+        .socket();
   }
-
   cz::Channel GetChannel(int64_t id) {
-    cz::GetChannelRequest request;
-    request.set_channel_id(id);
-    cz::GetChannelResponse response;
-    EXPECT_TRUE(Ask(&cz::Channelz::Stub::GetChannel, request, &response).ok());
-    return response.channel();
+    return Lookup(&cz::Channelz::Stub::GetChannel, &cz::GetChannelRequest::set_channel_id, id)
+        .channel();
   }
-
   cz::Subchannel GetSubchannel(int64_t id) {
-    cz::GetSubchannelRequest request;
-    request.set_subchannel_id(id);
-    cz::GetSubchannelResponse response;
-    EXPECT_TRUE(Ask(&cz::Channelz::Stub::GetSubchannel, request, &response).ok());
-    return response.subchannel();
+    return Lookup(&cz::Channelz::Stub::GetSubchannel,
+                  &cz::GetSubchannelRequest::set_subchannel_id, id)
+        .subchannel();
   }
 
   // Every socket of a server, through pages of `page_size`; `pages` counts the responses.

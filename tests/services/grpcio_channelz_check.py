@@ -13,54 +13,17 @@ grpcio, protoc or the plugin is missing).
 """
 
 import argparse
-import os
-import subprocess
-import sys
-import tempfile
 import time
 
-
-def fail(message):
-    print(f"FAIL {message}", flush=True)
-    sys.exit(1)
-
-
-def expect(condition, message):
-    if not condition:
-        fail(message)
-
-
-def generate(protoc, plugin, folder, proto, out):
-    # Compiled from its own folder: the modules become top-level (under a `grpc` package they
-    # would collide with grpcio's); the proto package is unchanged.
-    subprocess.run([protoc, f"-I{folder}", f"--python_out={out}", f"--grpc_python_out={out}",
-                    f"--plugin=protoc-gen-grpc_python={plugin}", os.path.join(folder, proto)],
-                   check=True)
+from grpc_proto_stubs import expect, fail, generate, parse_args
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--protoc", required=True)
-    parser.add_argument("--grpc_python_plugin", required=True)
-    parser.add_argument("--proto_root", required=True)
-    args = parser.parse_args()
-
-    try:
-        import grpc
-    except ImportError as e:
-        fail(f"grpcio is not installed for {sys.executable} ({e}); install python3-grpcio")
-    if not os.access(args.grpc_python_plugin, os.X_OK):
-        fail(f"grpc_python_plugin not found ({args.grpc_python_plugin}); "
-             "install protobuf-compiler-grpc")
-
-    gen = tempfile.mkdtemp(prefix="grpcio_channelz_")
-    root = os.path.join(args.proto_root, "grpc")
-    generate(args.protoc, args.grpc_python_plugin, os.path.join(root, "channelz", "v1"),
-             "channelz.proto", gen)
-    generate(args.protoc, args.grpc_python_plugin, os.path.join(root, "health", "v1"),
-             "health.proto", gen)
-    sys.path.insert(0, gen)
+    args = parse_args(parser)
+    generate(args, ["channelz/v1/channelz.proto", "health/v1/health.proto"])
+    import grpc
     import channelz_pb2
     import channelz_pb2_grpc
     import health_pb2

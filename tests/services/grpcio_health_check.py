@@ -13,47 +13,18 @@ protoc or the plugin is missing).
 """
 
 import argparse
-import os
 import subprocess
 import sys
-import tempfile
 
-
-def fail(message):
-    print(f"FAIL {message}", flush=True)
-    sys.exit(1)
-
-
-def expect(condition, message):
-    if not condition:
-        fail(message)
+from grpc_proto_stubs import expect, fail, generate, parse_args
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--server", required=True)
-    parser.add_argument("--protoc", required=True)
-    parser.add_argument("--grpc_python_plugin", required=True)
-    parser.add_argument("--proto_root", required=True)
-    args = parser.parse_args()
-
-    try:
-        import grpc
-    except ImportError as e:
-        fail(f"grpcio is not installed for {sys.executable} ({e}); install python3-grpcio")
-    if not os.access(args.grpc_python_plugin, os.X_OK):
-        fail(f"grpc_python_plugin not found ({args.grpc_python_plugin}); "
-             "install protobuf-compiler-grpc")
-
-    health_dir = os.path.join(args.proto_root, "grpc", "health", "v1")
-    gen = tempfile.mkdtemp(prefix="grpcio_health_")
-    # Compiled from its own folder: the modules become top-level health_pb2 and health_pb2_grpc
-    # (under a `grpc` package they would collide with grpcio's); the proto package is unchanged.
-    subprocess.run([args.protoc, f"-I{health_dir}", f"--python_out={gen}",
-                    f"--grpc_python_out={gen}",
-                    f"--plugin=protoc-gen-grpc_python={args.grpc_python_plugin}",
-                    os.path.join(health_dir, "health.proto")], check=True)
-    sys.path.insert(0, gen)
+    args = parse_args(parser)
+    generate(args, ["health/v1/health.proto"])
+    import grpc
     import health_pb2
     import health_pb2_grpc
 

@@ -248,6 +248,24 @@ NonReaderRun RunNonReader(StreamingEnv& env, uint32_t window, int receive_buffer
   return run;
 }
 
+// What a never-reading peer must see: the server's pooled memory within `bound` before the
+// deadline, the handler ended by a failed write and cancelled within 1 s of it, the stream
+// closed with DEADLINE_EXCEEDED, and at most `max_out_after` bytes still out 1 s later.
+void ExpectBoundedAndEndedAtDeadline(const NonReaderRun& run, const char* name, size_t bound,
+                                     size_t max_out_after) {
+  std::printf(
+      "[ measure  ] %s: server peak pooled %zu B before the deadline (bound %zu B); %zu B still "
+      "out 1 s after it\n",
+      name, run.peak_before_deadline, bound, run.bytes_out_after_deadline);
+  EXPECT_LE(run.peak_before_deadline, bound);
+  ASSERT_TRUE(run.handler_finished_in_time) << "the handler did not end within 1 s of the deadline";
+  EXPECT_EQ(run.outcome.end, HandlerEnd::kWriteFalse);
+  EXPECT_TRUE(run.outcome.cancelled);
+  EXPECT_EQ(run.closed_by, "grpc-status 4") << "the stream did not end with DEADLINE_EXCEEDED";
+  EXPECT_LE(run.bytes_out_after_deadline, max_out_after)
+      << "the expired stream still holds pooled memory";
+}
+
 // The peer grants a 1 KiB stream window: the server frames at most 1 KiB; the rest stays
 // queued within the write quota until the handler is suspended.
 TEST(FlowControl, PeerThatNeverReadsIsBoundedAndClosedAtDeadline_TinyWindow) {
@@ -256,18 +274,9 @@ TEST(FlowControl, PeerThatNeverReadsIsBoundedAndClosedAtDeadline_TinyWindow) {
   constexpr uint32_t kWindow = 1024;
   const NonReaderRun run = RunNonReader(env, kWindow, /*receive_buffer=*/0, milliseconds(500));
   const size_t bound = kWindow + kWriteQuota + kChunkBlock + kReadBlock + kStagingBlock;
-  std::printf(
-      "[ measure  ] tiny window: server peak pooled %zu B before the deadline (bound "
-      "%zu B); %zu B still out 1 s after it\n",
-      run.peak_before_deadline, bound, run.bytes_out_after_deadline);
-  EXPECT_LE(run.peak_before_deadline, bound);
-  ASSERT_TRUE(run.handler_finished_in_time) << "the handler did not end within 1 s of the deadline";
-  EXPECT_EQ(run.outcome.end, HandlerEnd::kWriteFalse);
-  EXPECT_TRUE(run.outcome.cancelled);
-  // The status does not wait behind the queued messages for a window that never opens.
-  EXPECT_EQ(run.closed_by, "grpc-status 4") << "the stream did not end with DEADLINE_EXCEEDED";
-  // Once the stream is over nothing of it stays pinned (the connection itself is idle).
-  EXPECT_EQ(run.bytes_out_after_deadline, 0u) << "the expired stream still holds pooled memory";
+  // The status does not wait behind the queued messages for a window that never opens, and
+  // once the stream is over nothing of it stays pinned (the connection itself is idle).
+  ExpectBoundedAndEndedAtDeadline(run, "tiny window", bound, /*max_out_after=*/0);
   env.Stop();
 }
 
@@ -279,18 +288,9 @@ TEST(FlowControl, PeerThatNeverReadsIsBoundedAndClosedAtDeadline_HugeWindow) {
   constexpr uint32_t kWindow = 0x7FFFFFFF;
   const NonReaderRun run = RunNonReader(env, kWindow, /*receive_buffer=*/4096, milliseconds(500));
   const size_t bound = kBatchLimit + kWriteQuota + kChunkBlock + kReadBlock + kStagingBlock;
-  std::printf(
-      "[ measure  ] huge window: server peak pooled %zu B before the deadline (bound "
-      "%zu B); %zu B still out 1 s after it\n",
-      run.peak_before_deadline, bound, run.bytes_out_after_deadline);
-  EXPECT_LE(run.peak_before_deadline, bound);
-  ASSERT_TRUE(run.handler_finished_in_time) << "the handler did not end within 1 s of the deadline";
-  EXPECT_EQ(run.outcome.end, HandlerEnd::kWriteFalse);
-  EXPECT_TRUE(run.outcome.cancelled);
   // The socket is full, so nothing can reach the peer until it reads again; the server must not
   // hold more than before, and the stream's end must be the next thing the peer sees.
-  EXPECT_LE(run.bytes_out_after_deadline, bound);
-  EXPECT_EQ(run.closed_by, "grpc-status 4") << "the stream did not end with DEADLINE_EXCEEDED";
+  ExpectBoundedAndEndedAtDeadline(run, "huge window", bound, /*max_out_after=*/bound);
   env.Stop();
 }
 
