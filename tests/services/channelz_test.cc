@@ -186,7 +186,7 @@ class ChannelzTest : public ::testing::Test {
   }
 
   // A lookup by id that must succeed: the request gets `id` through `set_id`.
-  template <typename Request, typename Response>
+  template <typename Response, typename Request>
   Response Lookup(Status (cz::Channelz::Stub::*method)(ClientContext&, const Request&, Response*),
                   void (Request::*set_id)(int64_t), int64_t id) {
     Request request;
@@ -196,20 +196,23 @@ class ChannelzTest : public ::testing::Test {
     return response;
   }
   cz::Server GetServer(int64_t id) {
-    return Lookup(&cz::Channelz::Stub::GetServer, &cz::GetServerRequest::set_server_id, id)
+    return Lookup<cz::GetServerResponse>(&cz::Channelz::Stub::GetServer,
+                                         &cz::GetServerRequest::set_server_id, id)
         .server();
   }
   cz::Socket GetSocket(int64_t id) {
-    return Lookup(&cz::Channelz::Stub::GetSocket, &cz::GetSocketRequest::set_socket_id, id)
+    return Lookup<cz::GetSocketResponse>(&cz::Channelz::Stub::GetSocket,
+                                         &cz::GetSocketRequest::set_socket_id, id)
         .socket();
   }
   cz::Channel GetChannel(int64_t id) {
-    return Lookup(&cz::Channelz::Stub::GetChannel, &cz::GetChannelRequest::set_channel_id, id)
+    return Lookup<cz::GetChannelResponse>(&cz::Channelz::Stub::GetChannel,
+                                          &cz::GetChannelRequest::set_channel_id, id)
         .channel();
   }
   cz::Subchannel GetSubchannel(int64_t id) {
-    return Lookup(&cz::Channelz::Stub::GetSubchannel,
-                  &cz::GetSubchannelRequest::set_subchannel_id, id)
+    return Lookup<cz::GetSubchannelResponse>(&cz::Channelz::Stub::GetSubchannel,
+                                             &cz::GetSubchannelRequest::set_subchannel_id, id)
         .subchannel();
   }
 
