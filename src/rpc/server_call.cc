@@ -90,6 +90,7 @@ ServerCall::~ServerCall() = default;
 
 void ServerCall::Begin(int32_t stream_id) {
   stream_id_ = stream_id;
+  awaiting_handler_ = true;
   phase_ = Phase::kHeaders;
   method_ = nullptr;
   context_.Reset();
@@ -404,6 +405,7 @@ void ServerCall::RunUnary() {
   // The coroutine form: it runs on this reactor, and the call's cancellation signal aborts
   // whatever it awaits when the call is cancelled.
   handler_running_ = true;
+  awaiting_handler_ = false;
   transport_->HandlerStarted();
   asio::co_spawn(transport_->connection().io_context(), std::move(*coroutine),
                  asio::bind_cancellation_slot(
@@ -643,6 +645,11 @@ void ServerCall::OnDeadline() {
 
 void ServerCall::OnStreamClosed(uint32_t error_code) {
   stream_closed_ = true;
+  if (awaiting_handler_) {
+    // No handler starts once the stream is gone: the slot is free now, not after the step.
+    awaiting_handler_ = false;
+    transport_->AdmissionEnded();
+  }
   stream_reset_ = error_code != kHttp2NoError;
   if (phase_ != Phase::kFinished) {
     // The client reset the stream (or the connection broke) before we answered.
@@ -679,6 +686,10 @@ void ServerCall::MaybeRelease() {
     }
   }
   released_ = true;
+  if (awaiting_handler_) {
+    awaiting_handler_ = false;
+    transport_->AdmissionEnded();
+  }
   if (channelz_started_) {
     channelz::SocketNode& channelz = transport_->channelz();
     channelz.calls.Ended(status_sent_ && sent_ok_);
@@ -702,6 +713,7 @@ void ServerCall::RunStream() {
     return;
   }
   handler_running_ = true;
+  awaiting_handler_ = false;
   transport_->HandlerStarted();
   asio::co_spawn(transport_->connection().io_context(),
                  RunWithoutThrowIfCancelled(std::move(*coroutine)),

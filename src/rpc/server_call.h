@@ -183,6 +183,7 @@ class ServerCall final : public ServerStreamCore {
   bool queued_ = false;      // in the transport's deferred list (not released meanwhile)
   bool stream_closed_ = false;
   bool handler_running_ = false;
+  bool awaiting_handler_ = false;  // in the transport's admission count, no handler started
   bool released_ = true;
   size_t interceptors_started_ = 0;
   asio::steady_timer deadline_timer_;

@@ -161,7 +161,7 @@ void ServerTransport::OnStreamBegin(int32_t stream_id) {
     session().Reset(stream_id, kHttp2RefusedStream);
     return;
   }
-  if (running_handlers_ >= options.max_running_handlers_per_connection ||
+  if (running_handlers_ + admitted_ >= options.max_running_handlers_per_connection ||
       server_.AtHandlerLimit()) {
     // Admission is judged by work: too many handlers still run (reset streams' included).
     session().Reset(stream_id, kHttp2RefusedStream);
@@ -177,6 +177,7 @@ void ServerTransport::OnStreamBegin(int32_t stream_id) {
     call = calls_.back().get();
   }
   ++active_calls_;
+  ++admitted_;
   call->Begin(stream_id);
   session().SetStreamData(stream_id, call);
 }
@@ -222,6 +223,7 @@ void ServerTransport::ReleaseCall(ServerCall* call) {
 }
 
 void ServerTransport::HandlerStarted() {
+  --admitted_;
   ++running_handlers_;
   server_.OnHandlerStarted();
 }

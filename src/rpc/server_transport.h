@@ -52,6 +52,9 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
   // A coroutine or streaming handler started / returned (the admission limits count them).
   void HandlerStarted();
   void HandlerFinished();
+  // An admitted call left the admission count without a handler having started (its handler
+  // is synchronous, or the call ended first).
+  void AdmissionEnded() noexcept { --admitted_; }
 
   // Asynchronous operations of calls (timers) that must finish before the transport goes.
   void AddPendingOp() { ++pending_ops_; }
@@ -88,6 +91,9 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
   std::vector<ServerCall*> free_calls_;
   size_t active_calls_ = 0;
   uint32_t running_handlers_ = 0;
+  // Calls admitted whose handler has not started yet: their handlers start after the session
+  // step, so admission counts them too (else one read of many streams would pass the cap).
+  uint32_t admitted_ = 0;
   // Graceful shutdown after max_connection_idle / max_connection_age.
   void ArmIdleTimer();
   void OnLifetimeTimer();
