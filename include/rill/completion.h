@@ -21,7 +21,6 @@
 #include <asio/associated_allocator.hpp>
 #include <asio/associated_cancellation_slot.hpp>
 #include <asio/associated_executor.hpp>
-#include <asio/bind_allocator.hpp>
 #include <asio/cancellation_signal.hpp>
 #include <asio/dispatch.hpp>
 #include <cstddef>
@@ -114,25 +113,43 @@ class Completion<void(Args...)> {
     H handler;
   };
 
+  // What runs on the handler's executor. It names the handler's allocator as a nested
+  // allocator_type rather than through asio::bind_allocator: a binder specialises
+  // associated_executor, and asio::dispatch then wraps every delivery in a work_dispatcher
+  // (outstanding work counted on the io_context, two more type-erased executions), which a
+  // coroutine's every resumption would pay for.
+  template <typename H>
+  struct Invoke {
+    using allocator_type = asio::associated_allocator_t<H>;
+
+    H handler;
+    asio::cancellation_slot slot;
+    std::tuple<std::decay_t<Args>...> args;
+
+    allocator_type get_allocator() const noexcept {
+      return asio::get_associated_allocator(handler);
+    }
+
+    void operator()() {
+      // The operation is over: nothing may cancel it any more. Cleared here, on the
+      // handler's executor, where whoever emits into the slot runs.
+      if (slot.is_connected()) slot.clear();
+      try {
+        std::apply(std::move(handler), std::move(args));
+      } catch (...) {
+        CompletionThrew();
+      }
+    }
+  };
+
   template <typename H>
   static void Deliver(H&& handler, asio::cancellation_slot slot, Args&&... args) {
     auto executor = asio::get_associated_executor(handler);
-    auto allocator = asio::get_associated_allocator(handler);
-    asio::dispatch(
-        executor,
-        asio::bind_allocator(
-            allocator, [h = std::move(handler), slot,
-                        tuple = std::tuple<std::decay_t<Args>...>(
-                            std::forward<Args>(args)...)]() mutable {
-              // The operation is over: nothing may cancel it any more. Cleared here, on the
-              // handler's executor, where whoever emits into the slot runs.
-              if (slot.is_connected()) slot.clear();
-              try {
-                std::apply(std::move(h), std::move(tuple));
-              } catch (...) {
-                CompletionThrew();
-              }
-            }));
+    static_assert(!asio::detail::is_work_dispatcher_required<Invoke<std::decay_t<H>>,
+                                                             decltype(executor)>::value);
+    asio::dispatch(executor, Invoke<std::decay_t<H>>{std::move(handler), slot,
+                                                     std::tuple<std::decay_t<Args>...>(
+                                                         std::forward<Args>(args)...)});
   }
 
   template <typename H>

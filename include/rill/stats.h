@@ -29,7 +29,8 @@
 // no further. Handlers are shared by every call of a server or channel, on several reactors at
 // once: they must be thread-safe. They must not block.
 //
-// With no handler installed the cost is one null check per event site.
+// With no handler installed the cost is one null check per event site; events that no installed
+// handler reads (call_events()) cost a bit test.
 #ifndef RILL_STATS_H_
 #define RILL_STATS_H_
 
@@ -57,6 +58,13 @@ enum class CallEventType : uint8_t {
 };
 
 std::string_view CallEventTypeName(CallEventType type);
+
+// A set of call event types, one bit each: what a handler reads (StatsHandler::call_events).
+using CallEventMask = uint32_t;
+constexpr CallEventMask CallEventBit(CallEventType type) {
+  return CallEventMask{1} << static_cast<unsigned>(type);
+}
+constexpr CallEventMask kAllCallEvents = (CallEventMask{1} << 9) - 1;
 
 // What TagCall sees: the call, before its first event.
 struct CallInfo {
@@ -137,6 +145,11 @@ class StatsHandler {
     return nullptr;
   }
   virtual void HandleCall(void* tag, const CallEvent& event) = 0;
+
+  // The call events this handler reads. kBegin and kEnd reach it always (they bracket its tag's
+  // life); of the others, only these. Events no installed handler reads are not recorded at
+  // all: a handler that counts calls costs a call nothing per message. Asked once per call.
+  [[nodiscard]] virtual CallEventMask call_events() const { return kAllCallEvents; }
 
   // The same for connections: kBegin when the connection is established, kEnd when it is gone.
   virtual void* TagConnection(const ConnectionInfo& info) {

@@ -73,6 +73,11 @@ class MetricsStatsHandler final : public StatsHandler {
   MetricsStatsHandler(std::shared_ptr<MetricsRecorder> recorder, std::string target)
       : recorder_(std::move(recorder)), target_(std::move(target)) {}
 
+  // Only the call's start and end: no message or header event is recorded for it.
+  [[nodiscard]] CallEventMask call_events() const override {
+    return CallEventBit(CallEventType::kBegin) | CallEventBit(CallEventType::kEnd);
+  }
+
   void HandleCall(void*, const CallEvent& event) override {
     if (event.type != CallEventType::kBegin && event.type != CallEventType::kEnd) return;
     std::string_view method = event.method;

@@ -47,10 +47,27 @@ void CallStats::Start(const StatsHandlers* handlers, bool client, BufferPool& po
   handlers_ = handlers != nullptr && !handlers->empty() ? handlers : nullptr;
   pool_ = &pool;
   client_ = client;
+  constexpr CallEventMask kAlways =
+      CallEventBit(CallEventType::kBegin) | CallEventBit(CallEventType::kEnd);
+  wanted_ = kAlways;
+  masks_.clear();
+  if (handlers_ != nullptr) {
+    for (const auto& handler : *handlers_) {
+      CallEventMask mask = kAllCallEvents;
+      try {
+        mask = handler->call_events() | kAlways;
+      } catch (...) {
+        LogUserException("a stats handler's call_events");
+      }
+      masks_.push_back(mask);
+      wanted_ |= mask;
+    }
+  }
   began_ = false;
   ended_ = false;
   hold_messages_ = client;
   tags_.clear();
+  method_ = authority_ = peer_ = {};
   timeout_ = std::chrono::nanoseconds(-1);
   messages_sent_ = messages_received_ = 0;
   sent_bytes_ = received_bytes_ = 0;
@@ -58,12 +75,12 @@ void CallStats::Start(const StatsHandlers* handlers, bool client, BufferPool& po
 
 CallStats::Pending& CallStats::Add(CallEventType type) {
   Pending& pending = queue_.emplace_back();
-  pending.event.type = type;
-  pending.event.client = client_;
+  pending.type = type;
   return pending;
 }
 
 bool CallStats::Commit() {
+  if (queue_.empty()) return false;  // nothing recorded (no handler reads the event)
   if (InsideHttp2Session()) return true;
   if (batch_depth_ == 0) Flush();
   return false;
@@ -76,40 +93,54 @@ CallStats::Batch::~Batch() {
 }
 
 void CallStats::Describe(std::string_view method, std::string_view authority,
-                         std::chrono::nanoseconds timeout) {
-  method_.assign(method);
-  authority_.assign(authority);
+                         std::chrono::nanoseconds timeout, bool borrow) {
+  if (borrow) {
+    method_ = method;
+    authority_ = authority;
+  } else {
+    method_copy_.assign(method);
+    authority_copy_.assign(authority);
+    method_ = method_copy_;
+    authority_ = authority_copy_;
+  }
   timeout_ = timeout;
 }
 
 CallStats::Pending& CallStats::AddOrHold(CallEventType type) {
   if (!hold_messages_) return Add(type);
   Pending& pending = held_.emplace_back();
-  pending.event.type = type;
-  pending.event.client = client_;
+  pending.type = type;
   return pending;
 }
 
 bool CallStats::HalfClose() {
-  if (ended_ || (!began_ && !client_)) return false;
+  if (ended_ || (!began_ && !client_) || !Wants(CallEventType::kHalfClose)) return false;
   AddOrHold(CallEventType::kHalfClose);
   if (hold_messages_) return false;
   return Commit();
 }
 
-bool CallStats::Begin(std::string_view peer) {
+bool CallStats::Begin(std::string_view peer, bool borrow) {
   if (began_ || ended_) return false;
   began_ = true;
-  peer_.assign(peer);
+  if (borrow) {
+    peer_ = peer;
+  } else {
+    peer_copy_.assign(peer);
+    peer_ = peer_copy_;
+  }
   Add(CallEventType::kBegin);
   return Commit();
 }
 
 bool CallStats::Headers(bool out, const Metadata* metadata, std::string_view peer) {
   if (ended_) return false;
-  if (!peer.empty()) peer_.assign(peer);
-  Pending& pending = Add(out ? CallEventType::kOutHeaders : CallEventType::kInHeaders);
-  pending.event.metadata = metadata;
+  if (!peer.empty()) {
+    peer_copy_.assign(peer);
+    peer_ = peer_copy_;
+  }
+  const CallEventType type = out ? CallEventType::kOutHeaders : CallEventType::kInHeaders;
+  if (Wants(type)) Add(type).metadata = metadata;
   if (client_ && out && hold_messages_) {
     hold_messages_ = false;
     for (Pending& held : held_) queue_.push_back(std::move(held));
@@ -120,34 +151,54 @@ bool CallStats::Headers(bool out, const Metadata* metadata, std::string_view pee
 
 bool CallStats::OutMessage(const BufferSlice& framed, Compressor* compressor) {
   if (ended_ || framed.size() < kPrefixSize) return false;
-  BufferSlice body = framed.Ref();
-  std::byte flag{0};
-  body.CopyTo(std::span(&flag, 1));
-  body.TakeFront(kPrefixSize).Free();
-  Pending* pending = &AddOrHold(CallEventType::kOutMessage);
-  CallEvent& event = pending->event;
-  event.sequence = messages_sent_++;
-  event.compressed = flag != std::byte{0};
-  event.wire_size = framed.size();
-  event.compressed_size = body.size();
-  event.uncompressed_size = body.size();
-  sent_bytes_ += body.size();
-  pending->compressor = event.compressed ? compressor : nullptr;
-  pending->payload = std::move(body);
+  if (!Wants(CallEventType::kOutMessage)) {
+    ++messages_sent_;
+    sent_bytes_ += framed.size() - kPrefixSize;
+    return false;
+  }
+  Pending& pending = AddOrHold(CallEventType::kOutMessage);
+  // The body is a reference to the framed bytes past the prefix (usually in the same buffer):
+  // no bytes copied, nothing cut from the caller's slice.
+  size_t skip = kPrefixSize;
+  bool flag_read = false;
+  for (size_t i = 0; i < framed.buffer_count(); ++i) {
+    const Buffer& buffer = framed.buffer(i);
+    if (buffer.empty()) continue;
+    if (!flag_read) {
+      pending.compressed = buffer.data()[0] != std::byte{0};
+      flag_read = true;
+    }
+    if (skip >= buffer.size()) {
+      skip -= buffer.size();
+      continue;
+    }
+    pending.payload.Append(skip > 0 ? buffer.Slice(skip, buffer.size()) : buffer.Ref());
+    skip = 0;
+  }
+  const size_t body_size = framed.size() - kPrefixSize;
+  pending.sequence = messages_sent_++;
+  pending.wire_size = framed.size();
+  pending.body_size = body_size;
+  sent_bytes_ += body_size;
+  pending.compressor = pending.compressed ? compressor : nullptr;
   if (hold_messages_) return false;
   return Commit();
 }
 
 bool CallStats::InMessage(const Message& message, Compressor* compressor) {
   if (ended_) return false;
+  if (!Wants(CallEventType::kInMessage)) {
+    ++messages_received_;
+    received_bytes_ += message.body.size();
+    return false;
+  }
   Pending& pending = Add(CallEventType::kInMessage);
-  CallEvent& event = pending.event;
-  event.sequence = messages_received_++;
-  event.compressed = message.compressed;
-  event.wire_size = message.body.size() + kPrefixSize;
-  event.compressed_size = message.body.size();
-  event.uncompressed_size = message.body.size();
-  received_bytes_ += message.body.size();
+  const size_t body_size = message.body.size();
+  pending.sequence = messages_received_++;
+  pending.compressed = message.compressed;
+  pending.wire_size = body_size + kPrefixSize;
+  pending.body_size = body_size;
+  received_bytes_ += body_size;
   pending.compressor = message.compressed ? compressor : nullptr;
   pending.payload = message.body.Ref();
   return Commit();
@@ -155,11 +206,12 @@ bool CallStats::InMessage(const Message& message, Compressor* compressor) {
 
 bool CallStats::Trailers(bool out, const Status& status, const Metadata* metadata,
                          bool trailers_only) {
-  if (ended_) return false;
-  Pending& pending = Add(out ? CallEventType::kOutTrailers : CallEventType::kInTrailers);
+  const CallEventType type = out ? CallEventType::kOutTrailers : CallEventType::kInTrailers;
+  if (ended_ || !Wants(type)) return false;
+  Pending& pending = Add(type);
   pending.status = status;
-  pending.event.metadata = metadata;
-  pending.event.trailers_only = trailers_only;
+  pending.metadata = metadata;
+  pending.trailers_only = trailers_only;
   return Commit();
 }
 
@@ -173,11 +225,6 @@ bool CallStats::End(const Status& status) {
   }
   Pending& pending = Add(CallEventType::kEnd);
   pending.status = status;
-  CallEvent& event = pending.event;
-  event.messages_sent = messages_sent_;
-  event.messages_received = messages_received_;
-  event.sent_compressed_bytes = sent_bytes_;
-  event.received_compressed_bytes = received_bytes_;
   return Commit();
 }
 
@@ -186,58 +233,77 @@ void CallStats::Flush() {
     queue_.clear();
     return;
   }
+  // One event object for the whole flush: the call-wide fields once, the rest per event.
+  CallEvent event;
+  event.client = client_;
+  event.time = CallEvent::Clock::now();
+  event.method = method_;
+  event.authority = authority_;
   // A handler never runs inside a session step, so nothing is recorded while this loops; the
   // index still tolerates growth.
-  const CallEvent::Clock::time_point now = CallEvent::Clock::now();
-  for (size_t i = 0; i < queue_.size(); ++i) {
-    queue_[i].event.time = now;
-    Deliver(queue_[i]);
-  }
+  for (size_t i = 0; i < queue_.size(); ++i) Deliver(queue_[i], event);
   queue_.clear();
 }
 
-void CallStats::Deliver(Pending& pending) {
-  CallEvent& event = pending.event;
-  if (event.type == CallEventType::kEnd) event.begin_time = begin_time_;
-  if (event.type == CallEventType::kBegin) {
+void CallStats::Deliver(Pending& pending, CallEvent& event) {
+  const CallEventType type = pending.type;
+  event.type = type;
+  if (type == CallEventType::kBegin) [[unlikely]] {
     begin_time_ = event.time;
-    CallInfo info{.client = client_, .method = method_, .authority = authority_};
-    tags_.assign(handlers_->size(), nullptr);
-    for (size_t i = 0; i < handlers_->size(); ++i) {
-      try {
-        tags_[i] = (*handlers_)[i]->TagCall(info);
-      } catch (...) {
-        LogUserException("a stats handler's TagCall");
+    TagCall();
+  }
+  // Request headers (client out, server in) and kBegin carry the peer and the timeout.
+  const bool request_side = type == CallEventType::kBegin ||
+                            (client_ ? type == CallEventType::kOutHeaders
+                                     : type == CallEventType::kInHeaders);
+  event.peer = request_side ? peer_ : std::string_view();
+  event.timeout = request_side ? timeout_ : std::chrono::nanoseconds(-1);
+  event.metadata = pending.metadata;
+  event.trailers_only = pending.trailers_only;
+  event.sequence = pending.sequence;
+  event.compressed = pending.compressed;
+  event.wire_size = pending.wire_size;
+  event.compressed_size = pending.body_size;
+  event.uncompressed_size = pending.body_size;
+  event.payload = nullptr;
+  event.status = nullptr;
+  event.begin_time = {};
+  event.messages_sent = event.messages_received = 0;
+  event.sent_compressed_bytes = event.received_compressed_bytes = 0;
+  switch (type) {
+    case CallEventType::kOutMessage:
+    case CallEventType::kInMessage:
+      event.payload = &pending.payload;
+      if (pending.compressor != nullptr) {
+        BufferSlice plain;
+        Status status = pending.compressor->Decompress(pending.payload, *pool_,
+                                                       std::numeric_limits<uint32_t>::max(), plain);
+        pending.payload = std::move(plain);
+        if (!status.ok()) {
+          pending.payload.Free();
+          event.payload = nullptr;
+        }
+        event.uncompressed_size = pending.payload.size();
       }
-    }
+      break;
+    case CallEventType::kEnd:
+      event.begin_time = begin_time_;
+      event.messages_sent = messages_sent_;
+      event.messages_received = messages_received_;
+      event.sent_compressed_bytes = sent_bytes_;
+      event.received_compressed_bytes = received_bytes_;
+      event.status = &pending.status;
+      break;
+    case CallEventType::kOutTrailers:
+    case CallEventType::kInTrailers:
+      event.status = &pending.status;
+      break;
+    default:
+      break;
   }
-  event.method = method_;
-  event.authority = authority_;
-  if (event.type == CallEventType::kBegin ||
-      (client_ == (event.type == CallEventType::kOutHeaders) &&
-       (event.type == CallEventType::kOutHeaders || event.type == CallEventType::kInHeaders))) {
-    event.peer = peer_;
-    event.timeout = timeout_;
-  }
-  if (event.type == CallEventType::kOutMessage || event.type == CallEventType::kInMessage) {
-    event.payload = &pending.payload;
-    if (pending.compressor != nullptr) {
-      BufferSlice plain;
-      Status status = pending.compressor->Decompress(pending.payload, *pool_,
-                                                     std::numeric_limits<uint32_t>::max(), plain);
-      pending.payload = std::move(plain);
-      if (!status.ok()) {
-        pending.payload.Free();
-        event.payload = nullptr;
-      }
-      event.uncompressed_size = pending.payload.size();
-    }
-  }
-  if (event.type == CallEventType::kOutTrailers || event.type == CallEventType::kInTrailers ||
-      event.type == CallEventType::kEnd) {
-    event.status = &pending.status;
-  }
+  const CallEventMask bit = CallEventBit(type);
   for (size_t i = 0; i < handlers_->size(); ++i) {
+    if ((masks_[i] & bit) == 0) continue;
     try {
       (*handlers_)[i]->HandleCall(i < tags_.size() ? tags_[i] : nullptr, event);
     } catch (...) {
@@ -245,7 +311,18 @@ void CallStats::Deliver(Pending& pending) {
     }
   }
   pending.payload.Free();  // the handlers hold their own references if they kept it
-  pending.status = Status();
+}
+
+void CallStats::TagCall() {
+  CallInfo info{.client = client_, .method = method_, .authority = authority_};
+  tags_.assign(handlers_->size(), nullptr);
+  for (size_t i = 0; i < handlers_->size(); ++i) {
+    try {
+      tags_[i] = (*handlers_)[i]->TagCall(info);
+    } catch (...) {
+      LogUserException("a stats handler's TagCall");
+    }
+  }
 }
 
 void ConnectionStats::Begin(const StatsHandlers* handlers, bool client, std::string_view peer) {

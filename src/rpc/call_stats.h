@@ -52,10 +52,14 @@ class CallStats {
 
   // Each returns true when the event was queued inside a session step (the caller arranges a
   // Flush() after the step). Events after kEnd are ignored.
-  // What the request says (copied; a later call replaces earlier values).
+  // What the request says (copied; a later call replaces earlier values). With `borrow` the
+  // strings are not copied: the caller keeps them unchanged until the call's kEnd was
+  // delivered (a server call's own method and authority).
   void Describe(std::string_view method, std::string_view authority,
-                std::chrono::nanoseconds timeout);
-  bool Begin(std::string_view peer);
+                std::chrono::nanoseconds timeout, bool borrow = false);
+  // `peer` is copied, or with `borrow` kept as a view (the connection's address, which
+  // outlives its calls).
+  bool Begin(std::string_view peer, bool borrow = false);
   // Request headers (client out, server in) carry the request's fields; response headers only
   // metadata. `metadata` must stay valid until the event is delivered. A non-empty `peer`
   // replaces the one given to Begin (a client learns it when its stream opens).
@@ -89,20 +93,38 @@ class CallStats {
   [[nodiscard]] bool has_queued() const noexcept { return !queue_.empty(); }
 
  private:
+  // An event as recorded: only what varies per event. The CallEvent handlers see is filled
+  // from it at delivery, one per flush (recording runs on every RPC; building a whole CallEvent
+  // per event, most of it fields the event does not use, showed in the per-call cost).
   struct Pending {
-    CallEvent event;
+    CallEventType type = CallEventType::kBegin;
+    bool compressed = false;
+    bool trailers_only = false;
+    uint32_t sequence = 0;
+    size_t wire_size = 0;
+    size_t body_size = 0;
+    const Metadata* metadata = nullptr;
+    Compressor* compressor = nullptr;  // decompresses `payload` before delivery when set
+    BufferSlice payload;               // messages: the body, without the prefix
     Status status;
-    BufferSlice payload;          // raw body; decompressed before delivery when `compressor`
-    Compressor* compressor = nullptr;
   };
   Pending& Add(CallEventType type);
   // Add, or on a client before its headers went out, hold the event back.
   Pending& AddOrHold(CallEventType type);
   bool Commit();
-  void Deliver(Pending& pending);
+  // Fills the per-event fields of `event` (whose call-wide fields are set) from `pending`.
+  void Deliver(Pending& pending, CallEvent& event);
+  // Asks each handler for its tag (delivering kBegin).
+  void TagCall();
+
+  [[nodiscard]] bool Wants(CallEventType type) const noexcept {
+    return (wanted_ & CallEventBit(type)) != 0;
+  }
 
   const StatsHandlers* handlers_ = nullptr;
   BufferPool* pool_ = nullptr;
+  CallEventMask wanted_ = 0;     // what any handler reads (kBegin and kEnd always)
+  std::vector<CallEventMask> masks_;  // each handler's
   bool client_ = false;
   bool began_ = false;
   bool ended_ = false;
@@ -111,9 +133,13 @@ class CallStats {
   std::vector<void*> tags_;
   std::vector<Pending> queue_;
   std::vector<Pending> held_;
-  std::string method_;
-  std::string authority_;
-  std::string peer_;
+  // What events report; views of the copies below, or of the caller's strings (borrowed).
+  std::string_view method_;
+  std::string_view authority_;
+  std::string_view peer_;
+  std::string method_copy_;
+  std::string authority_copy_;
+  std::string peer_copy_;
   std::chrono::nanoseconds timeout_{-1};
   CallEvent::Clock::time_point begin_time_;  // set when kBegin is delivered
   uint32_t messages_sent_ = 0;

@@ -211,9 +211,11 @@ void ServerCall::OnHeadersEnd(bool end_stream) {
     channelz.calls.Started();
   }
   if (stats_.active()) {
+    // Borrowed: the context keeps them until the next call begins, after this one's kEnd, and
+    // the connection's address outlives its calls.
     stats_.Describe(context_.method_, context_.authority_,
-                    timeout_.value_or(std::chrono::nanoseconds(-1)));
-    StatsQueued(stats_.Begin(transport_->connection().peer()));
+                    timeout_.value_or(std::chrono::nanoseconds(-1)), /*borrow=*/true);
+    StatsQueued(stats_.Begin(transport_->connection().peer(), /*borrow=*/true));
     StatsQueued(stats_.Headers(/*out=*/false, &context_.client_metadata_));
   }
   // The order of these checks decides which answer a request with several problems gets:

@@ -366,6 +366,85 @@ TEST_F(StatsTest, ClientStreamingEvents) {
   EXPECT_EQ(client->in_payloads, server->out_payloads);
 }
 
+// Reads only what it asks for: kBegin and kEnd reach it always, message events here.
+class SelectiveHandler final : public StatsHandler {
+ public:
+  explicit SelectiveHandler(CallEventMask mask) : mask_(mask) {}
+  CallEventMask call_events() const override { return mask_; }
+  void HandleCall(void*, const CallEvent& event) override {
+    std::lock_guard lock(mu_);
+    events_.emplace_back(CallEventTypeName(event.type));
+    if (event.type == CallEventType::kEnd) {
+      messages_sent_ = event.messages_sent;
+      messages_received_ = event.messages_received;
+      sent_bytes_ = event.sent_compressed_bytes;
+      received_bytes_ = event.received_compressed_bytes;
+      cv_.notify_all();
+    }
+  }
+  // The events of the one call, once it ended.
+  std::vector<std::string> WaitForEnd() {
+    std::unique_lock lock(mu_);
+    EXPECT_TRUE(cv_.wait_for(lock, kMustComplete, [&] {
+      return !events_.empty() && events_.back() == "end";
+    }));
+    return events_;
+  }
+  uint32_t messages_sent_ = 0;
+  uint32_t messages_received_ = 0;
+  uint64_t sent_bytes_ = 0;
+  uint64_t received_bytes_ = 0;
+
+ private:
+  const CallEventMask mask_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::string> events_;
+};
+
+TEST_F(StatsTest, HandlersSeeOnlyTheEventsTheyRead) {
+  // The server has a handler that reads only kBegin and kEnd, and one that reads messages
+  // too; the client only the first kind. Each sees what it asked for, and the end still
+  // counts every message.
+  auto bracket = std::make_shared<SelectiveHandler>(0);
+  auto messages = std::make_shared<SelectiveHandler>(CallEventBit(CallEventType::kInMessage) |
+                                                     CallEventBit(CallEventType::kOutMessage));
+  auto client_bracket = std::make_shared<SelectiveHandler>(0);
+  TestServerSetup setup;
+  setup.services.push_back(&service_);
+  setup.stats_handlers.push_back(bracket);
+  setup.stats_handlers.push_back(messages);
+  server_ = TestServer::Start(Transport::kTcp, setup);
+  ASSERT_NE(server_, nullptr);
+  ChannelOptions options;
+  options.stats_handlers.push_back(client_bracket);
+  channel_ = server_->NewChannel(options);
+  ASSERT_NE(channel_, nullptr);
+  stub_ = std::make_unique<TestService::Stub>(channel_);
+
+  ClientContext context;
+  auto stream = stub_->FullDuplexCall(context);
+  ASSERT_TRUE(stream->BlockingWrite(AskFor({3, 4})));
+  StreamingOutputCallResponse response;
+  ASSERT_TRUE(stream->BlockingRead(&response));
+  ASSERT_TRUE(stream->BlockingRead(&response));
+  ASSERT_TRUE(stream->BlockingWritesDone());
+  ASSERT_TRUE(stream->BlockingFinish().ok());
+
+  EXPECT_THAT(bracket->WaitForEnd(), ElementsAre("begin", "end"));
+  EXPECT_THAT(messages->WaitForEnd(),
+              ElementsAre("begin", "in_message", "out_message", "out_message", "end"));
+  EXPECT_THAT(client_bracket->WaitForEnd(), ElementsAre("begin", "end"));
+  EXPECT_EQ(bracket->messages_received_, 1u);
+  EXPECT_EQ(bracket->messages_sent_, 2u);
+  EXPECT_EQ(bracket->sent_bytes_, messages->sent_bytes_);
+  EXPECT_GT(bracket->sent_bytes_, 7u);  // the two payloads and their framing
+  EXPECT_EQ(client_bracket->messages_sent_, 1u);
+  EXPECT_EQ(client_bracket->messages_received_, 2u);
+  EXPECT_EQ(client_bracket->received_bytes_, bracket->sent_bytes_);
+  EXPECT_EQ(client_bracket->sent_bytes_, bracket->received_bytes_);
+}
+
 TEST_F(StatsTest, ServerStreamingEventsAndFailureAfterMessages) {
   Start();
   ClientContext context;
