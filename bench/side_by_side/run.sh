@@ -42,7 +42,8 @@
 #                        server CPU per connection (handshake, one RPC, close), and
 #                        1e6 / that = the connections per second one server core sustains.
 #                        s_server: `openssl s_server` with the same certificate, driven by
-#                        `openssl s_time -new` (bare handshakes, no HTTP/2, no RPC)
+#                        `openssl s_time -new` (bare handshakes, no HTTP/2, no RPC); rill and
+#                        grpcpp: the same loop in plaintext
 #   tls-streaming-1MiB-1x1  rill's client, streaming ping-pong of 1 MiB messages both ways on
 #                        one stream, over TLS and plaintext. The servers run with
 #                        LD_PRELOAD=libcopy_counter.so (bench/copy_counter): "copies/B" is the
@@ -386,7 +387,9 @@ for rep in $(seq 1 "$reps"); do
         # client:server pairs of the TLS cases, plaintext next to TLS where both apply.
         case $workload in
           unary) pairs="h2load:rill-tls h2load:grpcpp-tls h2load:rill h2load:grpcpp" ;;
-          new-conn) pairs="h2load-conns:rill-tls h2load-conns:grpcpp-tls s_time:s_server" ;;
+          new-conn)
+            pairs="h2load-conns:rill-tls h2load-conns:grpcpp-tls s_time:s_server h2load-conns:rill"
+            pairs+=" h2load-conns:grpcpp" ;;
           *) pairs="rill:rill-tls rill:grpcpp-tls rill:rill rill:grpcpp" ;;
         esac
         for pair in $pairs; do
