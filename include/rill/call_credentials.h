@@ -49,8 +49,10 @@ class CallCredentials {
 
   virtual ~CallCredentials() = default;
 
-  // Produces the call's metadata and calls `done` exactly once, before returning or later (the
-  // call waits meanwhile; its deadline still runs, and destroying the channel waits for `done`).
+  // Produces the call's metadata and calls `done` once, before returning or later, from any
+  // thread (the call waits meanwhile). The call's deadline and cancellation still run, and a call
+  // that ended or a channel that was destroyed meanwhile does not wait for `done`: a late answer
+  // is ignored. Destroying `done` without calling it fails the call with UNAVAILABLE.
   // Runs on the channel's reactor, never inside the HTTP/2 parser: it must not block. A non-OK
   // status fails the call: UNAUTHENTICATED and UNAVAILABLE as given, other codes as UNAVAILABLE,
   // with the plugin's message. An exception fails the call with UNAVAILABLE (and is logged).

@@ -88,6 +88,52 @@ int ParseInt(std::string_view text) {
 
 }  // namespace
 
+// The plugin's callback refers to this, never to the call itself: a plugin may answer on any
+// thread, late, twice, or drop the callback without answering, and none of that may touch the
+// call off its reactor or outlive the channel. While the call waits it holds its channel's gate
+// (credentials_pending_ keeps MaybeRelease away), so the first answer can take a reference to the
+// call and a hold on the gate into a handler posted to the reactor; a call that completes first
+// withdraws the request on the reactor, and later answers do nothing. A callback dropped without
+// an answer answers UNAVAILABLE, so the call does not wait for its deadline.
+class ClientCall::CredentialsRequest {
+ public:
+  explicit CredentialsRequest(ClientCall& call) : call_(&call), generation_(call.generation_) {}
+  ~CredentialsRequest() {
+    Answer(Status(StatusCode::kUnavailable,
+                  "the call credentials plugin dropped its callback without answering"));
+  }
+  CredentialsRequest(const CredentialsRequest&) = delete;
+  CredentialsRequest& operator=(const CredentialsRequest&) = delete;
+
+  // Any thread.
+  void Answer(StatusOr<Metadata> metadata) {
+    RefPtr<ClientCall> call;
+    Gate::Holder holder;
+    {
+      std::lock_guard lock(mu_);
+      if (call_ == nullptr) return;
+      call = RefPtr<ClientCall>(std::exchange(call_, nullptr));
+      holder = call->channel_.gate().Enter();
+    }
+    asio::io_context& io = call->channel_.io_context();
+    asio::post(io, [call = std::move(call), holder = std::move(holder), generation = generation_,
+                    metadata = std::move(metadata)]() mutable {
+      call->OnCredentials(generation, std::move(metadata));
+    });
+  }
+
+  // On the reactor, from the call.
+  void Withdraw() {
+    std::lock_guard lock(mu_);
+    call_ = nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  ClientCall* call_;  // null once answered or withdrawn
+  const uint64_t generation_;
+};
+
 ClientCall::ClientCall(ChannelImpl& channel)
     : channel_(channel), deadline_timer_(channel.io_context()) {}
 
@@ -269,29 +315,33 @@ void ClientCall::ApplyCredentials() {
                      std::string(path.substr(0, path.rfind('/')));
   info.secure = channel_.secure();
   credentials_pending_ = true;
-  // Whatever thread the plugin answers on, the answer is handled on the reactor, in a handler
-  // of its own (never inside the plugin's call, nor inside the HTTP/2 session).
-  CallCredentials::Done done = [call = RefPtr<ClientCall>(this),
-                                generation = generation_](StatusOr<Metadata> metadata) {
-    asio::io_context& io = call->channel_.io_context();
-    asio::post(io, [call, generation, metadata = std::move(metadata)]() mutable {
-      call->OnCredentials(generation, std::move(metadata));
-    });
+  auto request = std::make_shared<CredentialsRequest>(*this);
+  credentials_request_ = request;
+  CallCredentials::Done done = [request = std::move(request)](StatusOr<Metadata> metadata) {
+    request->Answer(std::move(metadata));
   };
   try {
     credentials->GetMetadata(info, std::move(done));
   } catch (...) {
     LogUserException("CallCredentials::GetMetadata");
-    // A `done` the plugin may still call finds the call finished (or another call) and does
-    // nothing; the object stays alive through the reference it holds.
-    credentials_pending_ = false;
+    WithdrawCredentialsRequest();
     Fail(Status(StatusCode::kUnavailable, "the call credentials plugin threw (see the log)"));
   }
+}
+
+void ClientCall::WithdrawCredentialsRequest() {
+  if (!credentials_pending_) return;
+  credentials_pending_ = false;
+  if (std::shared_ptr<CredentialsRequest> request = credentials_request_.lock()) {
+    request->Withdraw();
+  }
+  credentials_request_.reset();
 }
 
 void ClientCall::OnCredentials(uint64_t generation, StatusOr<Metadata> metadata) {
   if (generation != generation_ || !credentials_pending_) return;
   credentials_pending_ = false;
+  credentials_request_.reset();
   if (completed_) {
     MaybeRelease();
     return;
@@ -571,6 +621,9 @@ void ClientCall::Complete(Status status) {
   if (channelz_admitted_) channel_.channelz().calls.Ended(status.ok());
   if (channelz_on_subchannel_) channel_.channelz_subchannel().calls.Ended(status.ok());
   if (deadline_armed_) deadline_timer_.cancel();
+  // A plugin that has not answered yet neither holds up the call's release nor the channel's
+  // close.
+  WithdrawCredentialsRequest();
   pending_status_ = std::move(status);
   delivery_pending_ = true;
   if (InsideHttp2Session() && transport_ != nullptr) {

@@ -144,6 +144,9 @@ class ClientCall : public RefCounted<ClientCall> {
   void ArmDeadline();
   void MaybeRelease();
   void OnCredentials(uint64_t generation, StatusOr<Metadata> metadata);
+  // The call no longer waits for its credentials plugin (it completed first): a late answer finds
+  // nothing to do.
+  void WithdrawCredentialsRequest();
   Status StatusFromResponse();
   // A stats event was queued inside the session step: deliver it after.
   void StatsQueued(bool queued);
@@ -221,6 +224,10 @@ class ClientCall : public RefCounted<ClientCall> {
   bool starting_ = false;         // inside the user's starting call: completions are posted
   bool deadline_armed_ = false;
   bool credentials_pending_ = false;  // the call credentials plugin has not answered yet
+  // What the plugin's callback refers to while it is pending (see CredentialsRequest). Only the
+  // callback owns it, so a plugin that drops the callback ends it.
+  class CredentialsRequest;
+  std::weak_ptr<CredentialsRequest> credentials_request_;
   std::shared_ptr<CallCredentials> call_credentials_;  // to apply before the call starts
   std::string credentials_authority_;
   bool completed_ = false;

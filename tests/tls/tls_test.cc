@@ -600,5 +600,57 @@ TEST_F(TlsTest, DeadlineWhileThePluginWaits) {
   EXPECT_TRUE(Unary(channel).ok());
 }
 
+// A plugin that lets go of `done` without calling it fails the call at once; it does not wait
+// for the deadline.
+TEST_F(TlsTest, PluginThatDropsItsCallbackFailsTheCall) {
+  StartServer();
+  auto channel = TrustingChannel();
+  struct Forgetful final : CallCredentials {
+    void GetMetadata(const CallCredentialsInfo&, Done) override {}
+  };
+  const auto started = std::chrono::steady_clock::now();
+  const Status status = Unary(channel, 3, std::make_shared<Forgetful>());
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("without answering"));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, kMustComplete);
+  EXPECT_TRUE(Unary(channel).ok()) << "the channel keeps working";
+}
+
+// A plugin that keeps `done` and answers long after the call ended, from its own thread, after
+// the channel is gone: the call ended at its deadline, the channel closed without waiting for
+// the plugin, and the late answer touches nothing.
+TEST_F(TlsTest, LateAnswerAfterTheChannelIsGoneDoesNothing) {
+  StartServer();
+  struct Hoarding final : CallCredentials {
+    void GetMetadata(const CallCredentialsInfo&, Done done) override {
+      std::lock_guard lock(mu);
+      kept.push_back(std::move(done));
+    }
+    std::mutex mu;
+    std::vector<Done> kept;
+  };
+  auto plugin = std::make_shared<Hoarding>();
+  {
+    auto channel = TrustingChannel();
+    TestService::Stub stub(channel);
+    for (int i = 0; i < 3; ++i) {
+      ClientContext context;
+      context.set_credentials(plugin);
+      context.set_timeout(std::chrono::milliseconds(50));
+      SimpleRequest request;
+      SimpleResponse response;
+      const Status status = stub.UnaryCall(context, request, &response);
+      EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status;
+    }
+  }  // the channel and stub are gone; this must not wait for the plugin
+  std::thread late([&] {
+    std::lock_guard lock(plugin->mu);
+    for (auto& done : plugin->kept) done(Token("Bearer too late"));
+    plugin->kept.clear();  // the callbacks die on this thread too
+  });
+  late.join();
+  ExpectServing();
+}
+
 }  // namespace
 }  // namespace rill::test
