@@ -3,6 +3,7 @@
 // benchmain -server=..., other implementations' clients).
 //
 //   rill_bench_server --port=0 --reactors=1 --cpus=0 --alloc_counter_file=/tmp/rill.allocs
+//   rill_bench_server --port=0 --tls_cert_file=server.pem --tls_key_file=server.key  # TLS
 //
 // Serves what benchmain's in-process server serves (bench/benchmain/benchmark_service.h) and
 // prints `listening on <port>` once ready. SIGINT or SIGTERM shuts it down.
@@ -33,6 +34,7 @@
 #include "bench/alloc_hook/alloc_hook.h"
 #include "bench/benchmain/benchmark_service.h"
 #include "bench/benchmain/go_flags.h"
+#include "rill/credentials.h"
 #include "rill/mem/buffer_pool.h"
 #include "rill/reactor_pool.h"
 #include "rill/server.h"
@@ -79,7 +81,26 @@ int main(int argc, char** argv) {
   app.add_option("--max_concurrent_streams", max_concurrent_streams,
                  "MAX_CONCURRENT_STREAMS advertised")
       ->capture_default_str();
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  app.add_option("--tls_cert_file", tls_cert_file,
+                 "Serve TLS with this certificate chain (PEM); needs --tls_key_file");
+  app.add_option("--tls_key_file", tls_key_file, "The private key (PEM) of --tls_cert_file");
   CLI11_PARSE(app, argc, argv);
+
+  std::shared_ptr<rill::ServerCredentials> credentials = rill::ServerCredentials::Insecure();
+  if (!tls_cert_file.empty() || !tls_key_file.empty()) {
+    auto key_pair = rill::TlsKeyPair::FromFiles(tls_cert_file, tls_key_file);
+    auto made = key_pair.ok() ? rill::ServerCredentials::Tls({.key_pair = *key_pair})
+                              : rill::StatusOr<std::shared_ptr<rill::ServerCredentials>>(
+                                    key_pair.status());
+    if (!made.ok()) {
+      std::fprintf(stderr, "--tls_cert_file/--tls_key_file: %s\n",
+                   made.status().ToString().c_str());
+      return 2;
+    }
+    credentials = *made;
+  }
 
   if (alloc_counter_file.empty()) {
     if (const char* env = std::getenv("ALLOC_COUNTER_FILE")) alloc_counter_file = env;
@@ -115,7 +136,7 @@ int main(int argc, char** argv) {
   rill::ReactorPool reactor_pool({.threads = reactors, .cpus = cpu_list});
   int bound = 0;
   rill::ServerBuilder builder;
-  builder.AddListeningPort("0.0.0.0:" + std::to_string(port), &bound)
+  builder.AddListeningPort("0.0.0.0:" + std::to_string(port), credentials, &bound)
       .RegisterService(&service)
       .SetReactors(&reactor_pool)
       .SetBufferPool(pool);

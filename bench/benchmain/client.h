@@ -32,6 +32,7 @@
 #include "grpc/testing/benchmark_service.rill.h"
 #include "rill/channel.h"
 #include "rill/compression.h"
+#include "rill/credentials.h"
 #include "rill/prepared_message.h"
 #include "rill/reactor_pool.h"
 #include "rill/status_or.h"
@@ -57,6 +58,8 @@ struct ClientOptions {
   bool keepalive = false;
   // Added to the built-in compressors (benchmain's "nop").
   std::shared_ptr<rill::Compressor> extra_compressor;
+  // Null: plaintext; ChannelCredentials::Tls: every connection over TLS.
+  std::shared_ptr<rill::ChannelCredentials> credentials;
 };
 
 struct WorkloadParams {

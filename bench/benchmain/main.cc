@@ -37,6 +37,7 @@
 #include "bench/stats/result_file.h"
 #include "bench/stats/stats.h"
 #include "rill/binary_log.h"
+#include "rill/credentials.h"
 #include "rill/mem/buffer_pool.h"
 #include "rill/mem/buffer_slice.h"
 #include "rill/metrics.h"
@@ -86,6 +87,7 @@ struct Flags {
   std::string cpus;
   std::string reactors = "1";
   std::string server;
+  std::string tls_ca_file;
   // Observability on the in-process server, to measure what it costs.
   bool stats_handler = false;
   std::string binary_log;
@@ -102,6 +104,7 @@ struct Config {
   std::size_t server_reactors = 1;
   std::size_t client_reactors = 1;
   std::string server;  // Empty: serve in this process.
+  std::string tls_ca_file;  // Non-empty: the client connects to `server` over TLS.
   bool stats_handler = false;
   std::string binary_log;
   bool metrics = false;
@@ -347,6 +350,7 @@ rill::StatusOr<Config> Parse(const Flags& flags) {
 
   // rill's flags.
   config.server = flags.server;
+  config.tls_ca_file = flags.tls_ca_file;
   config.stats_handler = flags.stats_handler;
   config.binary_log = flags.binary_log;
   config.metrics = flags.metrics;
@@ -550,6 +554,18 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
     target = proxy->target();
   }
 
+  std::shared_ptr<rill::ChannelCredentials> credentials;
+  if (!config.tls_ca_file.empty()) {
+    if (config.server.empty()) {
+      return rill::Status(rill::StatusCode::kInvalidArgument, "--tls_ca_file needs --server");
+    }
+    auto roots = rill::ReadFileToString(config.tls_ca_file);
+    if (!roots.ok()) return roots.status();
+    auto made = rill::ChannelCredentials::Tls({.root_certificates = *roots});
+    if (!made.ok()) return made.status();
+    credentials = std::move(*made);
+  }
+
   ReactorPool client_reactors(
       ReactorPool::Options{.threads = config.client_reactors, .cpus = config.client_cpus});
   ClientOptions client_options{
@@ -562,6 +578,7 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
       .write_buffer_size = f.client_write_buffer_size,
       .keepalive = f.enable_keepalive,
       .extra_compressor = f.mode_compressor == "nop" ? std::make_shared<NopCompressor>() : nullptr,
+      .credentials = credentials,
   };
   auto client = BenchmarkClient::Connect(client_options);
   if (!client.ok()) return client.status();
@@ -729,6 +746,9 @@ int Main(int argc, char** argv) {
   app.add_option("--server", flags.server,
                  "rill: run only the client, against the BenchmarkService server at host:port "
                  "(or unix:/path); server-side figures are then n/a");
+  app.add_option("--tls_ca_file", flags.tls_ca_file,
+                 "rill: with --server, connect over TLS, verifying the server against this CA "
+                 "bundle (PEM)");
 
   std::vector<std::string> args = NormalizeGoFlags(argc, argv);
   std::reverse(args.begin(), args.end());

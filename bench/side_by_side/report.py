@@ -4,16 +4,21 @@
     report.py RAW.tsv
 
 RAW.tsv has one line per measurement (columns: case pinning client server rep rpcs qps cpu_us
-allocs rss_mib). Each figure is the median over the repetitions; the ratio columns compare a
-server with the libgrpc++ server under the same load and pinning.
+allocs rss_mib copies). Each figure is the median over the repetitions; the ratio columns
+compare a server with the libgrpc++ server under the same load and pinning (a TLS server with
+libgrpc++ over TLS).
 """
 import csv
 import math
 import statistics
 import sys
 
-SERVERS = {"rill": "rill", "grpcpp": "libgrpc++", "nghttpd": "nghttpd (HTTP/2 floor)"}
-CLIENTS = {"h2load": "h2load", "rill": "rill client"}
+SERVERS = {"rill": "rill", "grpcpp": "libgrpc++", "nghttpd": "nghttpd (HTTP/2 floor)",
+           "rill-tls": "rill TLS", "grpcpp-tls": "libgrpc++ TLS",
+           "s_server": "openssl s_server (bare handshakes)"}
+CLIENTS = {"h2load": "h2load", "rill": "rill client", "h2load-conns": "h2load, 1 RPC/conn",
+           "s_time": "openssl s_time -new"}
+FIELDS = ("qps", "cpu", "allocs", "rss", "copies")
 PINNINGS = {"split": "server 0, load 1", "shared": "both on 0"}
 
 
@@ -52,27 +57,32 @@ def main(argv):
                 "cpu": float(row["cpu_us"]),
                 "allocs": float(row["allocs"]),
                 "rss": float(row["rss_mib"]),
+                "copies": float(row.get("copies") or "nan"),
             })
     medians = {
-        key: {field: median([m[field] for m in runs]) for field in ("qps", "cpu", "allocs", "rss")}
+        key: {field: median([m[field] for m in runs]) for field in FIELDS}
         for key, runs in groups.items()
     }
 
+    copies = any(not math.isnan(m["copies"]) for m in medians.values())
     print("| workload | load | CPUs | server | req/s | server CPU µs/RPC | allocs/RPC | RSS MiB "
-          "| req/s ÷ libgrpc++ | CPU ÷ libgrpc++ | allocs ÷ libgrpc++ |")
-    print("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|")
+          "| req/s ÷ libgrpc++ | CPU ÷ libgrpc++ | allocs ÷ libgrpc++ |"
+          + (" copies/B |" if copies else ""))
+    print("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|" + ("--:|" if copies else ""))
     for key in order:
         case, pinning, client, server = key
         m = medians[key]
-        base = medians.get((case, pinning, client, "grpcpp"))
-        if base is None or server == "grpcpp":
+        base_server = "grpcpp-tls" if server.endswith("-tls") else "grpcpp"
+        base = medians.get((case, pinning, client, base_server))
+        if base is None or server == base_server:
             ratios = ["", "", ""]
         else:
             ratios = [ratio(m["qps"], base["qps"]), ratio(m["cpu"], base["cpu"]),
                       ratio(m["allocs"], base["allocs"])]
         print(f"| {case} | {CLIENTS.get(client, client)} | {PINNINGS.get(pinning, pinning)} "
               f"| {SERVERS.get(server, server)} | {fmt(m['qps'], 0)} | {fmt(m['cpu'], 2)} "
-              f"| {fmt(m['allocs'], 2)} | {fmt(m['rss'], 1)} | " + " | ".join(ratios) + " |")
+              f"| {fmt(m['allocs'], 2)} | {fmt(m['rss'], 1)} | " + " | ".join(ratios) + " |"
+              + (f" {fmt(m['copies'], 2)} |" if copies else ""))
     return 0
 
 

@@ -4,7 +4,8 @@
 # plain HTTP/2 floor, under h2load; and rill's own client (benchmain -server=...) against the
 # libgrpc++ server and the rill server.
 #
-#   bench/side_by_side/run.sh BUILD_DIR [--quick] [--reps N] [--duration SECONDS] [--out FILE]
+#   bench/side_by_side/run.sh BUILD_DIR [--tls] [--quick] [--reps N] [--duration SECONDS]
+#                             [--out FILE]
 #
 # BUILD_DIR is a configured release tree (`./dev.sh build release`); the script first builds its
 # side_by_side_deps target: benchmain, rill_bench_server, alloc_counter and the libgrpc++ peer
@@ -30,9 +31,28 @@
 # rill's client only: h2load cannot ping-pong). h2load sends a real gRPC request (5-byte prefix
 # + a protoc-serialized SimpleRequest) to /grpc.testing.BenchmarkService/UnaryCall.
 #
-# Prints a markdown table (also written to --out, default BUILD_DIR/side_by_side.md). The
-# default run (3 repetitions of 3 s) takes about 10 minutes; --quick (1 repetition of 0.5 s)
-# about 1.5, and is only a smoke test.
+# --tls measures TLS instead (split pinning only), with the certificates of tests/tls/certs
+# (ECDSA P-256; h2load and the servers negotiate TLS 1.3, X25519, TLS_AES_256_GCM_SHA384),
+# next to the same servers in plaintext:
+#
+#   tls-unary-1B-1x100   h2load over https, 1 connection x 100 streams, against rill-tls and
+#                        grpcpp-tls (rill and grpcpp: the same in plaintext)
+#   tls-new-conn         new connections: h2load -c 100 -n 100 (one RPC per connection, each a
+#                        full TLS handshake) in a loop for --duration; "CPU µs/RPC" is then
+#                        server CPU per connection (handshake, one RPC, close), and
+#                        1e6 / that = the connections per second one server core sustains.
+#                        s_server: `openssl s_server` with the same certificate, driven by
+#                        `openssl s_time -new` (bare handshakes, no HTTP/2, no RPC); rill and
+#                        grpcpp: the same loop in plaintext
+#   tls-streaming-1MiB-1x1  rill's client, streaming ping-pong of 1 MiB messages both ways on
+#                        one stream, over TLS and plaintext. The servers run with
+#                        LD_PRELOAD=libcopy_counter.so (bench/copy_counter): "copies/B" is the
+#                        bytes the server process copied in calls of >= 4 KiB (memcpy/memmove,
+#                        OpenSSL's included) per payload byte it received and sent
+#
+# Prints a markdown table (also written to --out, default BUILD_DIR/side_by_side.md, or
+# side_by_side_tls.md with --tls). The default run (3 repetitions of 3 s) takes about 10
+# minutes, --tls about 6; --quick (1 repetition of 0.5 s) about 1.5, and is only a smoke test.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -49,8 +69,10 @@ reps=3
 duration=3
 warmup=0.5
 out=""
+tls=""
 while [[ $# -gt 0 ]]; do
   case $1 in
+    --tls) tls=1 ;;
     --quick) reps=1; duration=0.5; warmup=0.2 ;;
     --reps) reps=$2; shift ;;
     --duration) duration=$2; shift ;;
@@ -60,17 +82,19 @@ while [[ $# -gt 0 ]]; do
   esac
   shift
 done
-out=${out:-$build/side_by_side.md}
+out=${out:-$build/side_by_side${tls:+_tls}.md}
 
 benchmain=$build/bench/benchmain/benchmain
 rill_server=$build/bench/benchmain/rill_bench_server
 peer_server=$build/tests/peers/peer_cpp_bench_server
 alloc_lib=$build/bench/alloc_counter/liballoc_counter.so
-for tool in h2load nghttpd nghttp taskset protoc python3; do
+copy_lib=$build/bench/copy_counter/libcopy_counter.so
+certs=$repo/tests/tls/certs
+for tool in h2load nghttpd nghttp taskset protoc python3 ${tls:+openssl}; do
   command -v "$tool" > /dev/null || { echo "missing $tool (./dev.sh setup installs it)" >&2; exit 1; }
 done
 cmake --build "$build" --target side_by_side_deps >&2
-for f in "$benchmain" "$rill_server" "$peer_server" "$alloc_lib"; do
+for f in "$benchmain" "$rill_server" "$peer_server" "$alloc_lib" "$copy_lib"; do
   [[ -x $f || -f $f ]] || { echo "missing $f after building side_by_side_deps" >&2; exit 1; }
 done
 
@@ -78,6 +102,7 @@ done
 read -r server_cpu load_cpu < <(python3 -c \
   'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1] if len(c) > 1 else c[0])')
 pinnings=("split:$server_cpu:$load_cpu" "shared:$server_cpu:$server_cpu")
+[[ -z $tls ]] || pinnings=("split:$server_cpu:$load_cpu")
 [[ $server_cpu != "$load_cpu" ]] || pinnings=("shared:$server_cpu:$server_cpu")
 
 work=$(mktemp -d /tmp/rill-side-by-side.XXXXXX)
@@ -114,20 +139,42 @@ free_port() {
   python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
-# start_server KIND CPU SIZE: sets server_pid, server_port, alloc_file.
+# start_server KIND CPU SIZE [COUNT_COPIES]: sets server_pid, server_port, scheme, alloc_file
+# and copy_file ("" unless COUNT_COPIES is 1: the server then runs with the copy counter).
+# KIND is rill, grpcpp, nghttpd, or rill-tls, grpcpp-tls, s_server (TLS).
 start_server() {
-  local kind=$1 cpu=$2 size=$3 log="$work/server.log" attempts=5
+  local kind=$1 cpu=$2 size=$3 log="$work/server.log" attempts=5 preload=""
   alloc_file="$work/allocs.$kind"
+  copy_file=""
+  scheme=http
+  local tls_flags=()
+  if [[ $kind == *-tls ]]; then
+    tls_flags=(--tls_cert_file="$certs/server.pem" --tls_key_file="$certs/server.key")
+    scheme=https
+  fi
+  if [[ ${4:-0} == 1 ]]; then
+    copy_file="$work/copies.$kind"
+    preload=$copy_lib
+  fi
   while ((attempts-- > 0)); do
-    rm -f "$alloc_file" "$log"
+    rm -f "$alloc_file" "$log" ${copy_file:+"$copy_file"}
     case $kind in
-      rill)
-        taskset -c "$cpu" "$rill_server" --port=0 --reactors=1 --cpus="$cpu" \
-          --alloc_counter_file="$alloc_file" > "$log" 2>&1 &
+      rill|rill-tls)
+        LD_PRELOAD=$preload COPY_COUNTER_FILE=$copy_file \
+          taskset -c "$cpu" "$rill_server" --port=0 --reactors=1 --cpus="$cpu" \
+          --alloc_counter_file="$alloc_file" "${tls_flags[@]}" > "$log" 2>&1 &
         server_pid=$! ;;
-      grpcpp)
-        LD_PRELOAD=$alloc_lib ALLOC_COUNTER_FILE=$alloc_file \
-          taskset -c "$cpu" "$peer_server" --port=0 --threads=1 > "$log" 2>&1 &
+      grpcpp|grpcpp-tls)
+        LD_PRELOAD=$alloc_lib${preload:+:$preload} ALLOC_COUNTER_FILE=$alloc_file \
+          COPY_COUNTER_FILE=$copy_file \
+          taskset -c "$cpu" "$peer_server" --port=0 --threads=1 "${tls_flags[@]}" > "$log" 2>&1 &
+        server_pid=$! ;;
+      s_server)
+        # Bare TLS handshakes with the same certificate; allocations not counted.
+        server_port=$(free_port)
+        scheme=https
+        taskset -c "$cpu" openssl s_server -quiet -num_tickets 0 -accept "$server_port" \
+          -cert "$certs/server.pem" -key "$certs/server.key" > "$log" 2>&1 < /dev/null &
         server_pid=$! ;;
       nghttpd)
         # Not counted: nghttpd allocates through jemalloc, which the glibc-forwarding counter
@@ -138,7 +185,7 @@ start_server() {
         server_pid=$! ;;
     esac
     for _ in $(seq 1 100); do
-      if [[ $kind == nghttpd ]]; then
+      if [[ $kind == nghttpd || $kind == s_server ]]; then
         (exec 3<> "/dev/tcp/127.0.0.1/$server_port") 2> /dev/null && return 0
       elif grep -q '^listening on ' "$log" 2> /dev/null; then
         server_port=$(sed -n 's/^listening on //p' "$log")
@@ -147,8 +194,11 @@ start_server() {
       kill -0 "$server_pid" 2> /dev/null || break
       sleep 0.1
     done
-    # Only nghttpd's port can have been taken in the meantime; anything else is fatal.
-    if [[ $kind != nghttpd ]] || kill -0 "$server_pid" 2> /dev/null; then break; fi
+    # Only nghttpd's and s_server's ports can have been taken in the meantime; anything else
+    # is fatal.
+    if [[ $kind != nghttpd && $kind != s_server ]] || kill -0 "$server_pid" 2> /dev/null; then
+      break
+    fi
     wait "$server_pid" 2> /dev/null || true
   done
   echo "server $kind did not start:" >&2
@@ -168,11 +218,11 @@ rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status"; }
 # Allocation calls of the server so far ("nan" when not counted).
 server_allocs() {
   local kind=$1
-  if [[ $kind == nghttpd ]]; then
+  if [[ $kind == nghttpd || $kind == s_server ]]; then
     echo nan
     return
   fi
-  if [[ $kind == rill ]]; then
+  if [[ $kind == rill* ]]; then
     # rill_bench_server writes its counters on SIGUSR1 and then bumps the snapshot number.
     local before after
     before=$(od -An -t u8 -j 24 -N 8 "$alloc_file" 2> /dev/null | tr -d ' ' || true)
@@ -186,6 +236,15 @@ server_allocs() {
   od -An -t u8 -N 8 "$alloc_file" | tr -d ' '
 }
 
+# Bytes the server copied in calls of >= 4 KiB so far ("nan" when not counted).
+server_copies() {
+  if [[ -z $copy_file ]]; then
+    echo nan
+    return
+  fi
+  od -An -t u8 -j 16 -N 8 "$copy_file" | tr -d ' '
+}
+
 # --- load -------------------------------------------------------------------------------------
 
 # run_load CLIENT CPU CONNS STREAMS SIZE WORKLOAD SECONDS: prints "<rpcs> <req/s>" (0 0 on
@@ -195,17 +254,47 @@ run_load() {
   local ms
   ms=$(awk -v s="$7" 'BEGIN { printf "%d", s * 1000 }')
   local log="$work/load.log"
-  if [[ $client == h2load ]]; then
+  local url="$scheme://127.0.0.1:$server_port/grpc.testing.BenchmarkService/UnaryCall"
+  if [[ $client == h2load-conns ]]; then
+    # Batches of $conns new connections, one RPC each, until the time is up; prints the sum.
+    local began=${EPOCHREALTIME/./} done_total=0 bad_total=0 n bad
+    local end=$((began + ms * 1000))
+    : > "$log"
+    while ((${EPOCHREALTIME/./} < end)); do
+      taskset -c "$cpu" h2load -t 1 -c "$conns" -n "$conns" \
+        -H 'content-type: application/grpc' -H 'te: trailers' -d "$work/request-$size.bin" \
+        "$url" > "$work/batch.log" 2>&1 || true
+      # The negotiated parameters, kept from the first batch.
+      [[ -s $work/tls.txt ]] || grep '^TLS Protocol\|^Cipher\|^Server Temp Key' \
+        "$work/batch.log" > "$work/tls.txt" || true
+      n=$(awk '/^requests:/ { print $8 }' "$work/batch.log")
+      bad=$(awk '/^status codes:/ { print $5 + $7 + $9 }' "$work/batch.log")
+      done_total=$((done_total + ${n:-0}))
+      bad_total=$((bad_total + ${bad:-1}))
+    done
+    awk -v d="$done_total" -v b="$bad_total" -v us=$((${EPOCHREALTIME/./} - began)) \
+      'BEGIN { if (d > 0 && b == 0) print d, d / (us / 1e6); else print 0, 0 }'
+  elif [[ $client == s_time ]]; then
+    taskset -c "$cpu" openssl s_time -connect "127.0.0.1:$server_port" -new \
+      -time "$(awk -v m="$ms" 'BEGIN { t = int(m / 1000); print t < 1 ? 1 : t }')" \
+      > "$log" 2>&1 || true
+    # "N connections in T real seconds, ..."
+    awk '/connections in .* real seconds/ { print $1, $1 / $4; found = 1 }
+         END { if (!found) print 0, 0 }' "$log"
+  elif [[ $client == h2load ]]; then
     taskset -c "$cpu" h2load -t 1 -c "$conns" -m "$streams" -D "${ms}ms" \
       -H 'content-type: application/grpc' -H 'te: trailers' -d "$work/request-$size.bin" \
-      "http://127.0.0.1:$server_port/grpc.testing.BenchmarkService/UnaryCall" > "$log" 2>&1 || true
+      "$url" > "$log" 2>&1 || true
     # "<succeeded> <req/s>" when every response was a 2xx.
     awk '/^finished in/ { rate = $4 }
          /^requests:/ { done = $8 }
          /^status codes:/ { bad = $5 + $7 + $9 }
          END { if (rate != "" && done != "" && bad == 0) print done, rate; else print 0, 0 }' "$log"
   else
-    taskset -c "$cpu" "$benchmain" -server="127.0.0.1:$server_port" -workloads="$workload" \
+    local tls_client=()
+    [[ $scheme == https ]] && tls_client=(-tls_ca_file="$certs/ca.pem")
+    taskset -c "$cpu" "$benchmain" -server="127.0.0.1:$server_port" "${tls_client[@]}" \
+      -workloads="$workload" \
       -benchtime="${ms}ms" -connections="$conns" -maxConcurrentCalls="$streams" \
       -reqSizeBytes="$size" -respSizeBytes="$size" -latency=0s -kbps=0 -cpus=none \
       > "$log" 2>&1 || true
@@ -219,7 +308,7 @@ run_load() {
 check_grpc() {
   local size=$1
   nghttp -v -H 'content-type: application/grpc' -H 'te: trailers' -d "$work/request-$size.bin" \
-    "http://127.0.0.1:$server_port/grpc.testing.BenchmarkService/UnaryCall" 2>&1 |
+    "$scheme://127.0.0.1:$server_port/grpc.testing.BenchmarkService/UnaryCall" 2>&1 |
     grep -aq 'grpc-status: 0'
 }
 
@@ -234,36 +323,50 @@ cases=(
   "streaming-1B-1x100 1 100 1 streaming"
 )
 raw="$work/raw.tsv"
-printf 'case\tpinning\tclient\tserver\trep\trpcs\tqps\tcpu_us\tallocs\trss_mib\n' > "$raw"
+if [[ -n $tls ]]; then
+  cases=(
+    "tls-unary-1B-1x100 1 100 1 unary"
+    "tls-new-conn 100 1 1 new-conn"
+    "tls-streaming-1MiB-1x1 1 1 1048576 streaming"
+  )
+fi
+printf 'case\tpinning\tclient\tserver\trep\trpcs\tqps\tcpu_us\tallocs\trss_mib\tcopies\n' > "$raw"
 
 measure() {
   local name=$1 conns=$2 streams=$3 size=$4 workload=$5 pinning=$6 scpu=$7 lcpu=$8 client=$9
-  local server=${10} rep=${11}
+  local server=${10} rep=${11} count_copies=0
   local began=$SECONDS
-  start_server "$server" "$scpu" "$size"
-  if [[ $client == h2load && $server != nghttpd ]] && ! check_grpc "$size"; then
+  # Payload bytes per RPC through the server (in and out), for copies per payload byte.
+  local payload_bytes=$((size * 2))
+  [[ $name == *streaming-1MiB* ]] && count_copies=1
+  start_server "$server" "$scpu" "$size" "$count_copies"
+  if [[ $client == h2load* && $server != nghttpd ]] && ! check_grpc "$size"; then
     echo "  $server does not answer UnaryCall with grpc-status 0" >&2
     stop_server
     return
   fi
   run_load "$client" "$lcpu" "$conns" "$streams" "$size" "$workload" "$warmup" > /dev/null
-  local t0 a0 t1 a1 result rss
+  local t0 a0 t1 a1 c0 c1 result rss
   a0=$(server_allocs "$server")
+  c0=$(server_copies)
   t0=$(cpu_ticks)
   result=$(run_load "$client" "$lcpu" "$conns" "$streams" "$size" "$workload" "$duration")
   t1=$(cpu_ticks)
+  c1=$(server_copies)
   rss=$(rss_kib)
   a1=$(server_allocs "$server")
   stop_server
   awk -v name="$name" -v pinning="$pinning" -v client="$client" -v server="$server" \
     -v rep="$rep" -v rpcs="${result% *}" -v qps="${result#* }" -v t0="$t0" -v t1="$t1" \
-    -v a0="$a0" -v a1="$a1" -v rss="$rss" -v hz="$(getconf CLK_TCK)" -v took=$((SECONDS - began)) \
-    -v raw="$raw" 'BEGIN {
+    -v a0="$a0" -v a1="$a1" -v c0="$c0" -v c1="$c1" -v pb="$payload_bytes" -v rss="$rss" \
+    -v hz="$(getconf CLK_TCK)" -v took=$((SECONDS - began)) -v raw="$raw" 'BEGIN {
        cpu = rpcs > 0 ? (t1 - t0) / hz * 1e6 / rpcs : "nan"
        allocs = rpcs > 0 && a0 != "nan" ? (a1 - a0) / rpcs : "nan"
-       printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\n", name, pinning, client, server, rep,
-              rpcs, qps, cpu == "nan" ? cpu : sprintf("%.3f", cpu),
-              allocs == "nan" ? allocs : sprintf("%.3f", allocs), rss / 1024 >> raw
+       copies = rpcs > 0 && c0 != "nan" ? (c1 - c0) / (rpcs * pb) : "nan"
+       printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\n", name, pinning, client, server,
+              rep, rpcs, qps, cpu == "nan" ? cpu : sprintf("%.3f", cpu),
+              allocs == "nan" ? allocs : sprintf("%.3f", allocs), rss / 1024,
+              copies == "nan" ? copies : sprintf("%.3f", copies) >> raw
        printf "  %-20s %-6s %-6s -> %-7s rep %s: %10.0f req/s %8s us/RPC %8s allocs/RPC (%d s)\n",
               name, pinning, client, server, rep, qps,
               cpu == "nan" ? cpu : sprintf("%.2f", cpu),
@@ -280,6 +383,21 @@ for rep in $(seq 1 "$reps"); do
     IFS=: read -r pinning scpu lcpu <<< "$pin"
     for c in "${cases[@]}"; do
       read -r name conns streams size workload <<< "$c"
+      if [[ -n $tls ]]; then
+        # client:server pairs of the TLS cases, plaintext next to TLS where both apply.
+        case $workload in
+          unary) pairs="h2load:rill-tls h2load:grpcpp-tls h2load:rill h2load:grpcpp" ;;
+          new-conn)
+            pairs="h2load-conns:rill-tls h2load-conns:grpcpp-tls s_time:s_server h2load-conns:rill"
+            pairs+=" h2load-conns:grpcpp" ;;
+          *) pairs="rill:rill-tls rill:grpcpp-tls rill:rill rill:grpcpp" ;;
+        esac
+        for pair in $pairs; do
+          measure "$name" "$conns" "$streams" "$size" "$workload" "$pinning" "$scpu" "$lcpu" \
+            "${pair%%:*}" "${pair#*:}" "$rep"
+        done
+        continue
+      fi
       if [[ $workload == unary ]]; then
         for server in rill grpcpp nghttpd; do
           measure "$name" "$conns" "$streams" "$size" "$workload" "$pinning" "$scpu" "$lcpu" \
@@ -300,6 +418,9 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
   echo "libgrpc++ $(pkg-config --modversion grpc++ 2> /dev/null || echo '?'), $(h2load --version | head -1)."
   echo "Median of $reps runs of ${duration} s each; load average $load_before before, $load_after after."
   echo "Command: \`$command_line\`"
+  if [[ -s $work/tls.txt ]]; then
+    echo "TLS as h2load saw it: $(tr '\n' ' ' < "$work/tls.txt" | sed 's/  */ /g')"
+  fi
   echo
   python3 "$here/report.py" "$raw"
 } > "$out"

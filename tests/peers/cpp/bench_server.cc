@@ -2,6 +2,7 @@
 // server libgrpc++ offers, and the baseline rill's server is compared against.
 //
 //   peer_cpp_bench_server --port=0 --threads=2
+//   peer_cpp_bench_server --port=0 --tls_cert_file=server.pem --tls_key_file=server.key  # TLS
 //
 // Serves UnaryCall and StreamingCall (ping-pong: one response per request until the client
 // half-closes); each response's payload body is the request's response_size zero bytes. The
@@ -222,7 +223,11 @@ void Poll(ServerCompletionQueue* queue) {
 }
 
 int Main(int argc, char** argv) {
-  PeerFlags flags({{"port", "0"}, {"threads", "1"}, {"calls_per_cq", "128"}});
+  PeerFlags flags({{"port", "0"},
+                   {"threads", "1"},
+                   {"calls_per_cq", "128"},
+                   {"tls_cert_file", ""},
+                   {"tls_key_file", ""}});
   if (!flags.Parse(argc, argv)) return 2;
   int port = flags.GetInt("port");
   int threads = flags.GetInt("threads");
@@ -238,8 +243,14 @@ int Main(int argc, char** argv) {
   grpc::AsyncGenericService generic_service;
   grpc::ServerBuilder builder;
   int selected_port = 0;
-  builder.AddListeningPort("[::]:" + std::to_string(port), grpc::InsecureServerCredentials(),
-                           &selected_port);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::InsecureServerCredentials();
+  if (!flags.Get("tls_cert_file").empty()) {
+    grpc::SslServerCredentialsOptions ssl(GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+    ssl.pem_key_cert_pairs.push_back(
+        {ReadWholeFile(flags.Get("tls_key_file")), ReadWholeFile(flags.Get("tls_cert_file"))});
+    credentials = grpc::SslServerCredentials(ssl);
+  }
+  builder.AddListeningPort("[::]:" + std::to_string(port), credentials, &selected_port);
   builder.RegisterService(&service);
   builder.RegisterAsyncGenericService(&generic_service);
   // Benchmarks may use messages above the default 4 MiB limit.
