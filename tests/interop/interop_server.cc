@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
                  "require client certificates that verify against these CAs (mutual TLS)");
   app.add_option("--test_only_unary_checks", unary_checks,
                  "also serve the test-only interop_checks.UnaryChecks service");
+  bool sleep_through_cancel = false;
+  app.add_option("--test_only_sleep_through_cancel", sleep_through_cancel,
+                 "handlers wait out interval_us even when their call is cancelled");
   std::string binary_log;
   std::string binary_log_filter = "*";
   app.add_option("--binary_log", binary_log, "write a gRPC binary log of every call to this file");
@@ -79,7 +82,7 @@ int main(int argc, char** argv) {
     }
     log = std::move(*created);
   }
-  rill::test::interop::TestServiceImpl test_service(stderr);
+  rill::test::interop::TestServiceImpl test_service(stderr, sleep_through_cancel);
   rill::test::interop::UnaryChecksService unary_checks_service;
   int bound = 0;
   rill::ServerBuilder builder;
@@ -90,5 +93,9 @@ int main(int argc, char** argv) {
   const rill::AdminServices admin = rill::AddAdminServices(builder);
   admin.health->SetServingStatus("grpc.testing.TestService", rill::ServingStatus::kServing);
   auto server = builder.Build();
-  return rill::test::ServeUntilStopped(server, bound, stop);
+  const int exit_code = rill::test::ServeUntilStopped(server, bound, stop);
+  std::fprintf(stderr, "StreamingOutputCall handlers started %lld, peak running %lld\n",
+               static_cast<long long>(test_service.streaming_output_started()),
+               static_cast<long long>(test_service.streaming_output_peak()));
+  return exit_code;
 }
