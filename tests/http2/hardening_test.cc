@@ -19,8 +19,11 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "grpc/testing/test.rill.h"
@@ -321,7 +324,44 @@ TEST_F(HardeningTest, EndlessHeaderBlockEndsWithGoaway) {
   EXPECT_TRUE(client->WaitForDisconnect(milliseconds(20000)));
   ASSERT_FALSE(client->goaways().empty()) << "closed without a GOAWAY";
   EXPECT_NE(client->goaways().front().error_code, 0u);
+  EXPECT_FALSE(client->goaways().front().debug.empty()) << "a GOAWAY without a debug string";
   EXPECT_TRUE(GoodCallWorks());
+}
+
+// A raw socket to the server that sends `bytes`, then reads until the server closes (or 20 s
+// pass); returns everything received.
+std::string SendAndReadUntilClosed(int port, std::string_view bytes) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  if (!bytes.empty()) {
+    EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  }
+  timeval timeout{.tv_sec = 20, .tv_usec = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  std::string received;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) received.append(buf, n);
+  ::close(fd);
+  return received;
+}
+
+// The error code and debug data of the first GOAWAY among the server's frames.
+std::optional<std::pair<uint32_t, std::string>> FirstGoaway(const std::string& received) {
+  for (size_t at = 0; at + 9 <= received.size();) {
+    const auto* p = reinterpret_cast<const uint8_t*>(received.data() + at);
+    const size_t length = (p[0] << 16) | (p[1] << 8) | p[2];
+    if (p[3] == 0x7 && length >= 8 && at + 9 + length <= received.size()) {
+      const uint8_t* e = p + 9 + 4;
+      return std::pair((uint32_t{e[0]} << 24) | (e[1] << 16) | (e[2] << 8) | e[3],
+                       received.substr(at + 9 + 8, length - 8));
+    }
+    at += 9 + length;
+  }
+  return std::nullopt;
 }
 
 // A peer that never acknowledges the server's SETTINGS (a raw socket: nghttp2 would always
@@ -330,34 +370,24 @@ TEST_F(HardeningTest, UnacknowledgedSettingsTimeOut) {
   ServerOptions options;
   options.settings_ack_timeout = milliseconds(200);
   Start(options);
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
                               std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);
-  ASSERT_EQ(::send(fd, preface.data(), preface.size(), 0), static_cast<ssize_t>(preface.size()));
-  timeval timeout{.tv_sec = 20, .tv_usec = 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  std::string received;
-  char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) received.append(buf, n);
-  ::close(fd);
-  // Walk the frames for a GOAWAY.
-  std::optional<uint32_t> goaway_code;
-  for (size_t at = 0; at + 9 <= received.size();) {
-    const auto* p = reinterpret_cast<const uint8_t*>(received.data() + at);
-    const size_t length = (p[0] << 16) | (p[1] << 8) | p[2];
-    if (p[3] == 0x7 && at + 9 + 8 <= received.size()) {
-      const uint8_t* e = p + 9 + 4;
-      goaway_code = (uint32_t{e[0]} << 24) | (e[1] << 16) | (e[2] << 8) | e[3];
-    }
-    at += 9 + length;
-  }
-  ASSERT_TRUE(goaway_code.has_value()) << "no GOAWAY before the close";
-  EXPECT_EQ(*goaway_code, kSettingsTimeout);
+  const auto goaway = FirstGoaway(SendAndReadUntilClosed(server_->port(), preface));
+  ASSERT_TRUE(goaway.has_value()) << "no GOAWAY before the close";
+  EXPECT_EQ(goaway->first, kSettingsTimeout);
+}
+
+// A peer that connects and never sends the preface is closed at the handshake timeout, with a
+// GOAWAY that says so.
+TEST_F(HardeningTest, SilentPeerGetsAGoawayAtTheHandshakeTimeout) {
+  ServerOptions options;
+  options.handshake_timeout = milliseconds(200);
+  Start(options);
+  const auto goaway = FirstGoaway(SendAndReadUntilClosed(server_->port(), ""));
+  ASSERT_TRUE(goaway.has_value()) << "no GOAWAY before the close";
+  EXPECT_EQ(goaway->first, 0u);
+  EXPECT_EQ(goaway->second, "handshake_timeout");
+  EXPECT_TRUE(GoodCallWorks());
 }
 
 std::mutex g_log_mu;
