@@ -94,11 +94,12 @@ while kill -0 "$go_pid" 2>/dev/null; do
     next_rss=$((next_rss + rss_every))
   fi
   if [ ! -f "$work/sigterm" ] && [ "$now" -ge "$sigterm_at" ]; then
+    rss_at_term=$(rss_mib "$server_pid")
     touch "$work/sigterm"
     kill -USR1 "$go_pid"
     kill -TERM "$server_pid"
     term_time=$(date +%s.%N)
-    echo "SIGTERM to the server at t=$now s (RSS $(rss_mib "$server_pid") MiB)"
+    echo "SIGTERM to the server at t=$now s (RSS $rss_at_term MiB)"
   fi
   if [ -f "$work/sigterm" ] && [ -z "$server_exit" ] && ! kill -0 "$server_pid" 2>/dev/null; then
     wait "$server_pid" && code=0 || code=$?
