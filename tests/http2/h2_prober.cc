@@ -14,7 +14,9 @@
 // tests/http2/run_probes.sh runs every probe against each server and builds the table.
 //
 // Probes (the handlers are StreamingOutputCall, which sleeps interval_us before its one response):
-//   rapid_reset          per connection: --streams HEADERS+DATA+RST_STREAM(CANCEL) back to back
+//   rapid_reset          per connection: --streams HEADERS+DATA+RST_STREAM(CANCEL) back to back;
+//                        with --reset_delay_ms, each batch of 100 requests is reset that long
+//                        after it was sent (the handlers have started by then)
 //   held_streams         one connection: --streams requests whose handler sleeps 10 s, held open
 //   continuation_flood   one header block that never ends: 16 KiB CONTINUATION frames, 128 MiB
 //   metadata             one EmptyCall with --kib KiB of request metadata (1 MiB by default)
@@ -74,6 +76,7 @@ struct Flags {
   int hold_seconds = 25;
   int rate = 1000;
   int seconds = 60;
+  int reset_delay_ms = 0;
 };
 Flags g_flags;
 
@@ -281,21 +284,23 @@ std::string OutputCallMessage(uint32_t interval_us) {
 }
 
 // A good call on a new connection: EmptyCall answers grpc-status 0.
-bool GoodCallOnNewConnection() {
+bool GoodCallOnNewConnection(milliseconds timeout = milliseconds(10000)) {
   RawH2Client::Options options;
   auto client = RawH2Client::Connect("127.0.0.1", g_flags.port, options);
   if (client == nullptr) return false;
   const int32_t id = client->OpenStream(GrpcRequestHeaders(kEmptyCall));
   if (id <= 0) return false;
   client->SendData(id, GrpcMessage(""), /*end_stream=*/true);
-  return client->WaitForClose(id, milliseconds(10000)) && client->stream(id).GrpcStatus() == 0;
+  return client->WaitForClose(id, timeout) && client->stream(id).GrpcStatus() == 0;
 }
 
-bool GoodCallSoon(int attempts = 30) {
-  for (int i = 0; i < attempts; ++i) {
-    if (GoodCallOnNewConnection()) return true;
+// A good call on a new connection within `budget` (attempts of at most 2 s, 100 ms apart).
+bool GoodCallSoon(milliseconds budget = milliseconds(10000)) {
+  const auto end = Clock::now() + budget;
+  do {
+    if (GoodCallOnNewConnection(milliseconds(2000))) return true;
     std::this_thread::sleep_for(milliseconds(100));
-  }
+  } while (Clock::now() < end);
   return false;
 }
 
@@ -358,20 +363,29 @@ Result RapidReset() {
   const std::string message = OutputCallMessage(1000000);
   const auto started = Clock::now();
   std::vector<double> send_seconds(g_flags.conns, 0);
+  std::atomic<int> connected{0};
   for (int c = 0; c < g_flags.conns; ++c) {
     threads.emplace_back([&, c] {
       Seen& seen = result.seen[c];
       auto conn = Open(&seen);
       if (conn == nullptr) return;
+      connected.fetch_add(1);
       uint32_t id = 1;
       for (int done = 0; done < g_flags.streams && seen.goaways.empty() && !conn->closed();) {
         std::string batch;
+        std::string resets;
         for (int i = 0; i < 100 && done < g_flags.streams; ++i, ++done, id += 2) {
           batch += HeadersFrame(id, kEndHeaders, block);
           batch += DataFrame(id, kEndStream, message);
-          batch += RstStreamFrame(id, kCancel);
+          (g_flags.reset_delay_ms > 0 ? resets : batch) += RstStreamFrame(id, kCancel);
         }
         if (!SendReading(*conn, batch)) break;
+        if (g_flags.reset_delay_ms > 0) {
+          // The server reads the requests and starts their handlers before the resets arrive.
+          const auto until = Clock::now() + milliseconds(g_flags.reset_delay_ms);
+          while (Clock::now() < until && !conn->closed()) conn->Next(milliseconds(1));
+          if (!SendReading(*conn, resets)) break;
+        }
         sent[c] = done;
       }
       send_seconds[c] = std::chrono::duration<double>(Clock::now() - started).count();
@@ -395,8 +409,13 @@ Result RapidReset() {
   char took[32];
   std::snprintf(took, sizeof(took), " in %.1f s",
                 *std::max_element(send_seconds.begin(), send_seconds.end()));
+  const std::string handshakes =
+      connected.load() == g_flags.conns
+          ? ""
+          : " (" + std::to_string(g_flags.conns - connected.load()) + " got no HTTP/2 handshake)";
   result.outcome = std::to_string(total_sent) + " streams sent on " +
-                   std::to_string(g_flags.conns) + " conn" + took + ", " + std::to_string(refused) +
+                   std::to_string(g_flags.conns) + " conn" + handshakes + took + ", " +
+                   std::to_string(refused) +
                    " refused, " + std::to_string(responses) + " response HEADERS, " +
                    std::to_string(closed) + " conn closed by server";
   result.good_after = GoodCallSoon();
@@ -709,15 +728,16 @@ Result FdExhaustion() {
   }
   ::prlimit(g_flags.pid, RLIMIT_NOFILE, &original, nullptr);
   const auto freed = Clock::now();
-  result.good_after = GoodCallSoon(100);
+  result.good_after = GoodCallSoon(milliseconds(30000));
   const double recovered = std::chrono::duration<double>(Clock::now() - freed).count();
   result.rss = rss.Growth();
   result.seen.resize(1);
   char text[256];
   std::snprintf(text, sizeof(text),
                 "limit %d fds (%d open), 64 conns (%d closed by server): server CPU %.2f s in "
-                "2 s; served again %.1f s after fds freed",
-                open_fds + 8, open_fds, closed, cpu, recovered);
+                "2 s; %s %.1f s after fds freed",
+                open_fds + 8, open_fds, closed, cpu,
+                result.good_after ? "served again" : "NOT served again", recovered);
   result.outcome = text;
   return result;
 }
@@ -792,6 +812,8 @@ int Main(int argc, char** argv) {
   app.add_option("--hold_seconds", g_flags.hold_seconds, "how long silent connections stay");
   app.add_option("--rate", g_flags.rate, "calls per second (cancel_rate)");
   app.add_option("--seconds", g_flags.seconds, "how long (cancel_rate)");
+  app.add_option("--reset_delay_ms", g_flags.reset_delay_ms,
+                 "rapid_reset: send each batch of 100 requests, wait this long, then reset them");
   CLI11_PARSE(app, argc, argv);
   // The row alone on stdout: anything else (the frame helpers' failure reports) goes to stderr.
   std::FILE* row_out = ::fdopen(::dup(STDOUT_FILENO), "w");
@@ -825,6 +847,9 @@ int Main(int argc, char** argv) {
   std::string name = p;
   if (p == "rapid_reset" || p == "silent" || p == "preface_silent") {
     name += " ×" + std::to_string(g_flags.conns);
+  }
+  if (p == "rapid_reset" && g_flags.reset_delay_ms > 0) {
+    name += ", reset " + std::to_string(g_flags.reset_delay_ms) + " ms after";
   }
   std::fprintf(row_out, "| %s | %s | %s | %s | %s |\n", name.c_str(), result.outcome.c_str(),
               result.rss.c_str(), DescribeGoaways(result.seen).c_str(),

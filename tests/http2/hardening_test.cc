@@ -169,6 +169,33 @@ TEST_F(HardeningTest, RapidResetRunsNoMoreHandlersThanTheCap) {
   EXPECT_TRUE(GoodCallWorks());
 }
 
+// The server-wide cap holds for streams that arrive together: 300 requests in one write, with
+// handlers that outlive their streams, start no more than 100 handlers.
+TEST_F(HardeningTest, ServerWideCapCountsStreamsBeforeTheirHandlersStart) {
+  ServerOptions options;
+  options.max_running_handlers = 100;
+  Start(options);
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  const std::string message = GrpcMessage(SimpleRequest().SerializeAsString());
+  for (int i = 0; i < 300; ++i) {
+    const int32_t id = client->OpenStream(GrpcRequestHeaders(kParkedPath));
+    ASSERT_GT(id, 0);
+    client->SendData(id, message, /*end_stream=*/true);
+  }
+  client->RunUntil([] { return false; }, milliseconds(500));
+  EXPECT_LE(service_.started.load(), 100) << "handlers ran past the server-wide cap";
+  EXPECT_GT(service_.started.load(), 0);
+  // Once the parked handlers return, their slots serve new calls again.
+  service_.released = true;
+  bool served = false;
+  for (int attempt = 0; attempt < 100 && !served; ++attempt) {
+    served = GoodCallWorks();
+    if (!served) std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_TRUE(served);
+}
+
 // Cancelling is not abuse: thousands of calls cancelled right after their handlers started,
 // on one connection, and the connection stays (no GOAWAY) and still serves.
 TEST_F(HardeningTest, AClientThatCancelsALotKeepsItsConnection) {

@@ -8,7 +8,8 @@
 #   PROBES="cancel_rate" tests/http2/run_probes.sh build/test rill
 #
 # Servers: rill (rill_interop_server), rill_stubborn (the same, its handlers ignoring
-# cancellation), cpp (peer_cpp_interop_server, libgrpc++ 1.51), go
+# cancellation), rill_capped and rill_stubborn_capped (those two with a server-wide handler cap
+# of 1000), cpp (peer_cpp_interop_server, libgrpc++ 1.51), go
 # (peer_go_interop_server, grpc-go 1.33); the build must have RILL_BUILD_PEERS on for the last
 # two. The load average at the start of each probe is in the last column: the numbers are only
 # comparable on an otherwise idle machine.
@@ -23,19 +24,28 @@ prober="$build/tests/http2/h2_prober"
 declare -A binary=(
   [rill]="$build/tests/interop/rill_interop_server"
   [rill_stubborn]="$build/tests/interop/rill_interop_server"
+  [rill_capped]="$build/tests/interop/rill_interop_server"
+  [rill_stubborn_capped]="$build/tests/interop/rill_interop_server"
   [cpp]="$build/tests/peers/peer_cpp_interop_server"
   [go]="$build/tests/peers/peer_go_interop_server"
 )
-declare -A label=([rill]=rill [rill_stubborn]="rill, stubborn handlers" [cpp]="libgrpc++ 1.51"
-  [go]="grpc-go 1.33")
+declare -A label=([rill]=rill [rill_stubborn]="rill, stubborn handlers"
+  [rill_capped]="rill, server cap 1000" [rill_stubborn_capped]="rill, stubborn, server cap 1000"
+  [cpp]="libgrpc++ 1.51" [go]="grpc-go 1.33")
 # rill_stubborn: handlers wait out interval_us even when their call is cancelled, as the
 # libgrpc++ and grpc-go peers' handlers do (theirs sleep); rill's own stop with the call.
-declare -A extra=([rill_stubborn]="--test_only_sleep_through_cancel=true")
+# *_capped: at most 1000 handlers running on the whole server (ServerOptions::
+# max_running_handlers; rill's default limits only each connection, to 1000).
+declare -A extra=([rill_stubborn]="--test_only_sleep_through_cancel=true"
+  [rill_capped]="--max_running_handlers=1000"
+  [rill_stubborn_capped]="--test_only_sleep_through_cancel=true --max_running_handlers=1000")
 
 if [ -n "${PROBES:-}" ]; then
   IFS=';' read -r -a probes <<<"$PROBES"
 else
-  probes=("rapid_reset --conns=1" "rapid_reset --conns=8" "held_streams --streams=5000"
+  probes=("rapid_reset --conns=1" "rapid_reset --conns=8"
+    "rapid_reset --conns=1 --reset_delay_ms=2" "rapid_reset --conns=8 --reset_delay_ms=2"
+    "held_streams --streams=5000"
     "continuation_flood" "metadata" "ping_flood" "settings_flood" "window_update_flood"
     "priority_flood" "empty_data_flood" "silent --conns=500" "preface_silent --conns=200"
     "fd_exhaustion" "cancel_rate")

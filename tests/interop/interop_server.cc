@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
                  "require client certificates that verify against these CAs (mutual TLS)");
   app.add_option("--test_only_unary_checks", unary_checks,
                  "also serve the test-only interop_checks.UnaryChecks service");
+  uint32_t max_running_handlers = 0;
+  app.add_option("--max_running_handlers", max_running_handlers,
+                 "handlers running at once on the whole server (0: no limit)");
   bool sleep_through_cancel = false;
   app.add_option("--test_only_sleep_through_cancel", sleep_through_cancel,
                  "handlers wait out interval_us even when their call is cancelled");
@@ -89,6 +92,7 @@ int main(int argc, char** argv) {
   builder.AddListeningPort("0.0.0.0:" + std::to_string(port), credentials, &bound)
       .RegisterService(&test_service);
   if (unary_checks) builder.RegisterService(&unary_checks_service);
+  builder.options().max_running_handlers = max_running_handlers;
   if (log) builder.AddStatsHandler(log);
   const rill::AdminServices admin = rill::AddAdminServices(builder);
   admin.health->SetServingStatus("grpc.testing.TestService", rill::ServingStatus::kServing);
