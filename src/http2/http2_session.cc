@@ -451,10 +451,16 @@ Status Http2Session::Receive(Buffer block, std::chrono::steady_clock::time_point
                             reinterpret_cast<const uint8_t*>(reason.data()), reason.size());
       return Status(StatusCode::kUnavailable, std::string(reason));
     }
-    const uint32_t code = error == NGHTTP2_ERR_FLOODED || error == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS
-                              ? kHttp2EnhanceYourCalm
-                              : kHttp2ProtocolError;
-    nghttp2_session_terminate_session2(session_, last, code);
+    if (error == NGHTTP2_ERR_FLOODED || error == NGHTTP2_ERR_TOO_MANY_CONTINUATIONS) {
+      // Floods nghttp2 stops on without a GOAWAY of its own: one that says which.
+      const std::string_view reason =
+          error == NGHTTP2_ERR_FLOODED ? "flood" : "too_many_continuations";
+      goaway_last_id_ = last;
+      nghttp2_submit_goaway(session_, NGHTTP2_FLAG_NONE, last, kHttp2EnhanceYourCalm,
+                            reinterpret_cast<const uint8_t*>(reason.data()), reason.size());
+      return Status(StatusCode::kUnavailable, std::string(reason));
+    }
+    nghttp2_session_terminate_session2(session_, last, kHttp2ProtocolError);
     return Status(StatusCode::kUnavailable, Nghttp2ErrorText(error));
   }
   return Status();

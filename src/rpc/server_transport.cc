@@ -178,6 +178,9 @@ void ServerTransport::OnStreamBegin(int32_t stream_id) {
   }
   ++active_calls_;
   ++admitted_;
+  // The server-wide count, like the connection's, holds admitted calls from here: one read
+  // carrying many streams must not pass the limit before their handlers start.
+  server_.OnHandlerStarted();
   call->Begin(stream_id);
   session().SetStreamData(stream_id, call);
 }
@@ -225,7 +228,11 @@ void ServerTransport::ReleaseCall(ServerCall* call) {
 void ServerTransport::HandlerStarted() {
   --admitted_;
   ++running_handlers_;
-  server_.OnHandlerStarted();
+}
+
+void ServerTransport::AdmissionEnded() noexcept {
+  --admitted_;
+  server_.OnHandlerFinished();
 }
 
 void ServerTransport::HandlerFinished() {

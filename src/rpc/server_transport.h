@@ -54,7 +54,7 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
   void HandlerFinished();
   // An admitted call left the admission count without a handler having started (its handler
   // is synchronous, or the call ended first).
-  void AdmissionEnded() noexcept { --admitted_; }
+  void AdmissionEnded() noexcept;
 
   // Asynchronous operations of calls (timers) that must finish before the transport goes.
   void AddPendingOp() { ++pending_ops_; }

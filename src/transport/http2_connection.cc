@@ -87,9 +87,14 @@ void Http2Connection::Start() {
     handshake_timer_.async_wait([this](const asio::error_code& ec) {
       OpDone();
       if (!ec && !closed_ && HandshakePending()) {
-        Close(Status(StatusCode::kUnavailable, tls_ && !tls_->handshake_done()
-                                                   ? "TLS handshake timed out"
-                                                   : "HTTP/2 handshake timed out"));
+        if (tls_ && !tls_->handshake_done()) {
+          Close(Status(StatusCode::kUnavailable, "TLS handshake timed out"));
+        } else {
+          // The HTTP/2 layer is up on our side: its GOAWAY says why the connection ends.
+          session_.SubmitGoaway(kHttp2NoError, "handshake_timeout");
+          CloseAfterFlush(Status(StatusCode::kUnavailable, "HTTP/2 handshake timed out"),
+                          std::chrono::seconds(1));
+        }
       }
       CheckDone();
     });

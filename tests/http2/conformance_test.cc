@@ -730,6 +730,7 @@ TEST_P(FloodTest, MillionFramesEndInEnhanceYourCalmWithBoundedMemory) {
   const auto goaway = conn->LastGoaway();
   ASSERT_TRUE(goaway.has_value()) << flood.name << ": no GOAWAY after " << sent << " frames";
   EXPECT_EQ(goaway->error_code(), kEnhanceYourCalm) << flood.name;
+  EXPECT_GT(goaway->payload.size(), 8u) << flood.name << ": a GOAWAY without a debug string";
   EXPECT_LT(sent, kFrames) << flood.name << ": the whole flood was accepted";
   conn->WaitFor([](const ReadFrame&) { return false; }, std::chrono::seconds(10));
   EXPECT_TRUE(conn->closed()) << flood.name;

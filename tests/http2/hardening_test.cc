@@ -19,8 +19,11 @@
 #include <fstream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "grpc/testing/test.rill.h"
@@ -164,6 +167,33 @@ TEST_F(HardeningTest, RapidResetRunsNoMoreHandlersThanTheCap) {
   EXPECT_LT(rss_after, rss_before + (20u << 20));
   service_.released = true;
   EXPECT_TRUE(GoodCallWorks());
+}
+
+// The server-wide cap holds for streams that arrive together: 300 requests in one write, with
+// handlers that outlive their streams, start no more than 100 handlers.
+TEST_F(HardeningTest, ServerWideCapCountsStreamsBeforeTheirHandlersStart) {
+  ServerOptions options;
+  options.max_running_handlers = 100;
+  Start(options);
+  auto client = Connect();
+  ASSERT_NE(client, nullptr);
+  const std::string message = GrpcMessage(SimpleRequest().SerializeAsString());
+  for (int i = 0; i < 300; ++i) {
+    const int32_t id = client->OpenStream(GrpcRequestHeaders(kParkedPath));
+    ASSERT_GT(id, 0);
+    client->SendData(id, message, /*end_stream=*/true);
+  }
+  client->RunUntil([] { return false; }, milliseconds(500));
+  EXPECT_LE(service_.started.load(), 100) << "handlers ran past the server-wide cap";
+  EXPECT_GT(service_.started.load(), 0);
+  // Once the parked handlers return, their slots serve new calls again.
+  service_.released = true;
+  bool served = false;
+  for (int attempt = 0; attempt < 100 && !served; ++attempt) {
+    served = GoodCallWorks();
+    if (!served) std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_TRUE(served);
 }
 
 // Cancelling is not abuse: thousands of calls cancelled right after their handlers started,
@@ -321,7 +351,44 @@ TEST_F(HardeningTest, EndlessHeaderBlockEndsWithGoaway) {
   EXPECT_TRUE(client->WaitForDisconnect(milliseconds(20000)));
   ASSERT_FALSE(client->goaways().empty()) << "closed without a GOAWAY";
   EXPECT_NE(client->goaways().front().error_code, 0u);
+  EXPECT_FALSE(client->goaways().front().debug.empty()) << "a GOAWAY without a debug string";
   EXPECT_TRUE(GoodCallWorks());
+}
+
+// A raw socket to the server that sends `bytes`, then reads until the server closes (or 20 s
+// pass); returns everything received.
+std::string SendAndReadUntilClosed(int port, std::string_view bytes) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  if (!bytes.empty()) {
+    EXPECT_EQ(::send(fd, bytes.data(), bytes.size(), 0), static_cast<ssize_t>(bytes.size()));
+  }
+  timeval timeout{.tv_sec = 20, .tv_usec = 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  std::string received;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) received.append(buf, n);
+  ::close(fd);
+  return received;
+}
+
+// The error code and debug data of the first GOAWAY among the server's frames.
+std::optional<std::pair<uint32_t, std::string>> FirstGoaway(const std::string& received) {
+  for (size_t at = 0; at + 9 <= received.size();) {
+    const auto* p = reinterpret_cast<const uint8_t*>(received.data() + at);
+    const size_t length = (p[0] << 16) | (p[1] << 8) | p[2];
+    if (p[3] == 0x7 && length >= 8 && at + 9 + length <= received.size()) {
+      const uint8_t* e = p + 9 + 4;
+      return std::pair((uint32_t{e[0]} << 24) | (e[1] << 16) | (e[2] << 8) | e[3],
+                       received.substr(at + 9 + 8, length - 8));
+    }
+    at += 9 + length;
+  }
+  return std::nullopt;
 }
 
 // A peer that never acknowledges the server's SETTINGS (a raw socket: nghttp2 would always
@@ -330,34 +397,24 @@ TEST_F(HardeningTest, UnacknowledgedSettingsTimeOut) {
   ServerOptions options;
   options.settings_ack_timeout = milliseconds(200);
   Start(options);
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
-  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   const std::string preface = std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") +
                               std::string("\x00\x00\x00\x04\x00\x00\x00\x00\x00", 9);
-  ASSERT_EQ(::send(fd, preface.data(), preface.size(), 0), static_cast<ssize_t>(preface.size()));
-  timeval timeout{.tv_sec = 20, .tv_usec = 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-  std::string received;
-  char buf[4096];
-  for (ssize_t n; (n = ::recv(fd, buf, sizeof(buf), 0)) > 0;) received.append(buf, n);
-  ::close(fd);
-  // Walk the frames for a GOAWAY.
-  std::optional<uint32_t> goaway_code;
-  for (size_t at = 0; at + 9 <= received.size();) {
-    const auto* p = reinterpret_cast<const uint8_t*>(received.data() + at);
-    const size_t length = (p[0] << 16) | (p[1] << 8) | p[2];
-    if (p[3] == 0x7 && at + 9 + 8 <= received.size()) {
-      const uint8_t* e = p + 9 + 4;
-      goaway_code = (uint32_t{e[0]} << 24) | (e[1] << 16) | (e[2] << 8) | e[3];
-    }
-    at += 9 + length;
-  }
-  ASSERT_TRUE(goaway_code.has_value()) << "no GOAWAY before the close";
-  EXPECT_EQ(*goaway_code, kSettingsTimeout);
+  const auto goaway = FirstGoaway(SendAndReadUntilClosed(server_->port(), preface));
+  ASSERT_TRUE(goaway.has_value()) << "no GOAWAY before the close";
+  EXPECT_EQ(goaway->first, kSettingsTimeout);
+}
+
+// A peer that connects and never sends the preface is closed at the handshake timeout, with a
+// GOAWAY that says so.
+TEST_F(HardeningTest, SilentPeerGetsAGoawayAtTheHandshakeTimeout) {
+  ServerOptions options;
+  options.handshake_timeout = milliseconds(200);
+  Start(options);
+  const auto goaway = FirstGoaway(SendAndReadUntilClosed(server_->port(), ""));
+  ASSERT_TRUE(goaway.has_value()) << "no GOAWAY before the close";
+  EXPECT_EQ(goaway->first, 0u);
+  EXPECT_EQ(goaway->second, "handshake_timeout");
+  EXPECT_TRUE(GoodCallWorks());
 }
 
 std::mutex g_log_mu;

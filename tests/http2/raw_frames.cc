@@ -274,6 +274,7 @@ std::optional<ReadFrame> FrameConn::TakeFrame() {
     Send(SettingsAckFrame());
   }
   if (f.type == kGoaway) last_goaway_ = f;
+  if (observer_) observer_(f);
   if (keep_frames_) frames_.push_back(f);
   return f;
 }

@@ -22,6 +22,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace rill::test::h2 {
@@ -169,6 +170,10 @@ class FrameConn {
   [[nodiscard]] std::optional<uint32_t> server_setting(uint16_t id) const;
   // Keep no frame history (floods read millions of frames); the last GOAWAY is still kept.
   void set_keep_frames(bool keep) { keep_frames_ = keep; }
+  // Called with every frame as it is read (by Next, WaitFor and Poll alike).
+  void set_frame_observer(std::function<void(const ReadFrame&)> observer) {
+    observer_ = std::move(observer);
+  }
 
  private:
   explicit FrameConn(int fd) : fd_(fd) {}
@@ -184,6 +189,7 @@ class FrameConn {
   std::vector<ReadFrame> frames_;
   std::optional<ReadFrame> last_goaway_;
   std::vector<Setting> server_settings_;
+  std::function<void(const ReadFrame&)> observer_;
 };
 
 }  // namespace rill::test::h2

@@ -37,6 +37,12 @@ int main(int argc, char** argv) {
                  "require client certificates that verify against these CAs (mutual TLS)");
   app.add_option("--test_only_unary_checks", unary_checks,
                  "also serve the test-only interop_checks.UnaryChecks service");
+  uint32_t max_running_handlers = 0;
+  app.add_option("--max_running_handlers", max_running_handlers,
+                 "handlers running at once on the whole server (0: no limit)");
+  bool sleep_through_cancel = false;
+  app.add_option("--test_only_sleep_through_cancel", sleep_through_cancel,
+                 "handlers wait out interval_us even when their call is cancelled");
   std::string binary_log;
   std::string binary_log_filter = "*";
   app.add_option("--binary_log", binary_log, "write a gRPC binary log of every call to this file");
@@ -79,16 +85,21 @@ int main(int argc, char** argv) {
     }
     log = std::move(*created);
   }
-  rill::test::interop::TestServiceImpl test_service(stderr);
+  rill::test::interop::TestServiceImpl test_service(stderr, sleep_through_cancel);
   rill::test::interop::UnaryChecksService unary_checks_service;
   int bound = 0;
   rill::ServerBuilder builder;
   builder.AddListeningPort("0.0.0.0:" + std::to_string(port), credentials, &bound)
       .RegisterService(&test_service);
   if (unary_checks) builder.RegisterService(&unary_checks_service);
+  builder.options().max_running_handlers = max_running_handlers;
   if (log) builder.AddStatsHandler(log);
   const rill::AdminServices admin = rill::AddAdminServices(builder);
   admin.health->SetServingStatus("grpc.testing.TestService", rill::ServingStatus::kServing);
   auto server = builder.Build();
-  return rill::test::ServeUntilStopped(server, bound, stop);
+  const int exit_code = rill::test::ServeUntilStopped(server, bound, stop);
+  std::fprintf(stderr, "StreamingOutputCall handlers started %lld, peak running %lld\n",
+               static_cast<long long>(test_service.streaming_output_started()),
+               static_cast<long long>(test_service.streaming_output_peak()));
+  return exit_code;
 }

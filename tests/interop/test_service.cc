@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 #include <chrono>
 #include <optional>
@@ -57,7 +58,7 @@ bool FillPayload(int32_t size, grpc::testing::Payload* payload) {
 template <typename Stream>
 Awaitable<std::optional<rill::Status>> SendResponses(ServerContext* context,
                                                      const StreamingOutputCallRequest* request,
-                                                     Stream* stream) {
+                                                     Stream* stream, bool sleep_through_cancel) {
   if (request->response_type() != grpc::testing::COMPRESSABLE) {
     co_return rill::Status(StatusCode::kInvalidArgument, "unsupported response_type");
   }
@@ -68,7 +69,20 @@ Awaitable<std::optional<rill::Status>> SendResponses(ServerContext* context,
     context->set_compression("gzip");
   }
   for (const ResponseParameters& parameters : request->response_parameters()) {
-    if (parameters.interval_us() > 0) {
+    if (parameters.interval_us() > 0 && sleep_through_cancel) {
+      // The whole interval, whatever happens to the call (a handler that outlives its stream).
+      co_await asio::this_coro::throw_if_cancelled(false);
+      const auto end =
+          std::chrono::steady_clock::now() + std::chrono::microseconds(parameters.interval_us());
+      while (std::chrono::steady_clock::now() < end) {
+        asio::steady_timer timer(context->io_context(), end);
+        asio::error_code ec;
+        co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+      }
+      if (context->IsCancelled()) {
+        co_return rill::Status(StatusCode::kCancelled, "cancelled during interval_us");
+      }
+    } else if (parameters.interval_us() > 0) {
       asio::steady_timer timer(context->io_context(),
                                std::chrono::microseconds(parameters.interval_us()));
       asio::error_code ec;
@@ -143,11 +157,21 @@ rill::Status TestServiceImpl::UnaryCall(ServerContext& context,
 Awaitable<rill::Status> TestServiceImpl::StreamingOutputCall(
     ServerContext& context, const StreamingOutputCallRequest& request,
     ServerWriter<StreamingOutputCallResponse>& writer) {
+  started_.fetch_add(1);
+  int64_t running = running_.fetch_add(1) + 1;
+  for (int64_t peak = peak_.load();
+       running > peak && !peak_.compare_exchange_weak(peak, running);) {
+  }
+  struct Leave {
+    std::atomic<int64_t>* running;
+    ~Leave() { running->fetch_sub(1); }
+  } leave{&running_};
   EchoMetadata(context);
   if (request.has_response_status() && request.response_status().code() != 0) {
     co_return EchoedStatus(request.response_status());
   }
-  if (auto failed = co_await SendResponses(&context, &request, &writer)) co_return *failed;
+  if (auto failed = co_await SendResponses(&context, &request, &writer, sleep_through_cancel_))
+    co_return *failed;
   co_return rill::Status();
 }
 
@@ -180,7 +204,8 @@ Awaitable<rill::Status> TestServiceImpl::FullDuplexCall(ServerContext& context,
     if (request.has_response_status() && request.response_status().code() != 0) {
       co_return EchoedStatus(request.response_status());
     }
-    if (auto failed = co_await SendResponses(&context, &request, &stream)) co_return *failed;
+    if (auto failed = co_await SendResponses(&context, &request, &stream, sleep_through_cancel_))
+      co_return *failed;
   }
   if (context.IsCancelled()) {
     // timeout_on_sleeping_server ends here: the handler waited in Read() for a request that
@@ -208,7 +233,8 @@ Awaitable<rill::Status> TestServiceImpl::HalfDuplexCall(ServerContext& context,
     co_return rill::Status(StatusCode::kCancelled, "the call was cancelled");
   }
   for (const StreamingOutputCallRequest& buffered : requests) {
-    if (auto failed = co_await SendResponses(&context, &buffered, &stream)) co_return *failed;
+    if (auto failed = co_await SendResponses(&context, &buffered, &stream, sleep_through_cancel_))
+      co_return *failed;
   }
   co_return rill::Status();
 }

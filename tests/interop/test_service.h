@@ -23,6 +23,8 @@
 #ifndef RILL_TESTS_INTEROP_TEST_SERVICE_H_
 #define RILL_TESTS_INTEROP_TEST_SERVICE_H_
 
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 
 #include "grpc/testing/test.rill.h"
@@ -32,7 +34,15 @@ namespace rill::test::interop {
 class TestServiceImpl final : public grpc::testing::TestService::Service {
  public:
   // `log` receives one line per observed cancellation; null: no log.
-  explicit TestServiceImpl(std::FILE* log = nullptr) : log_(log) {}
+  // `sleep_through_cancel`: interval_us is waited out even when the call is cancelled (a
+  // handler that outlives its stream, for the hardening probes); off, the wait ends with the call.
+  explicit TestServiceImpl(std::FILE* log = nullptr, bool sleep_through_cancel = false)
+      : log_(log), sleep_through_cancel_(sleep_through_cancel) {}
+
+  // StreamingOutputCall handlers started so far, and the most running at once (what the
+  // hardening prober reads from the server's exit line).
+  [[nodiscard]] int64_t streaming_output_started() const { return started_.load(); }
+  [[nodiscard]] int64_t streaming_output_peak() const { return peak_.load(); }
 
   rill::Status EmptyCall(ServerContext& context, const grpc::testing::Empty& request,
                          grpc::testing::Empty& response) override;
@@ -60,6 +70,10 @@ class TestServiceImpl final : public grpc::testing::TestService::Service {
                        ServerContext::Clock::time_point began) const;
 
   std::FILE* log_;
+  bool sleep_through_cancel_;
+  std::atomic<int64_t> started_{0};
+  std::atomic<int64_t> running_{0};
+  std::atomic<int64_t> peak_{0};
 };
 
 }  // namespace rill::test::interop

@@ -19,6 +19,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -137,6 +138,12 @@ class ResponseStreamer {
 
 class TestServiceImpl final : public grpc::testing::TestService::Service {
  public:
+  // StreamingOutputCall handlers started, running now and at most at once (printed at exit for
+  // the hardening prober).
+  std::atomic<int64_t> started{0};
+  std::atomic<int64_t> running{0};
+  std::atomic<int64_t> peak{0};
+
   Status EmptyCall(ServerContext* context, const Empty*, Empty*) override {
     EchoMetadata(context);
     return Status::OK;
@@ -177,6 +184,14 @@ class TestServiceImpl final : public grpc::testing::TestService::Service {
 
   Status StreamingOutputCall(ServerContext* context, const StreamingOutputCallRequest* request,
                              grpc::ServerWriter<StreamingOutputCallResponse>* writer) override {
+    started.fetch_add(1);
+    int64_t now_running = running.fetch_add(1) + 1;
+    for (int64_t p = peak.load(); now_running > p && !peak.compare_exchange_weak(p, now_running);) {
+    }
+    struct Leave {
+      std::atomic<int64_t>* running;
+      ~Leave() { running->fetch_sub(1); }
+    } leave{&running};
     EchoMetadata(context);
     if (request->has_response_status() && request->response_status().code() != 0) {
       return EchoedStatus(request->response_status());
@@ -284,6 +299,9 @@ int Main(int argc, char** argv) {
   }
   stop.AnnounceAndWait(selected_port);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+  std::fprintf(stderr, "StreamingOutputCall handlers started %lld, peak running %lld\n",
+               static_cast<long long>(service.started.load()),
+               static_cast<long long>(service.peak.load()));
   return 0;
 }
 

@@ -23,6 +23,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -148,7 +149,11 @@ func sendResponses(request *testpb.StreamingOutputCallRequest,
 	return nil
 }
 
-// testService is grpc.testing.TestService. Thread-safe: it has no state.
+// StreamingOutputCall handlers started, running now and at most at once (printed at exit for
+// the hardening prober).
+var outputCallsStarted, outputCallsRunning, outputCallsPeak int64
+
+// testService is grpc.testing.TestService. Thread-safe: its only state is the counters above.
 type testService struct {
 	testpb.UnimplementedTestServiceServer
 }
@@ -206,6 +211,14 @@ func (testService) CacheableUnaryCall(ctx context.Context,
 
 func (testService) StreamingOutputCall(request *testpb.StreamingOutputCallRequest,
 	stream testpb.TestService_StreamingOutputCallServer) error {
+	atomic.AddInt64(&outputCallsStarted, 1)
+	running := atomic.AddInt64(&outputCallsRunning, 1)
+	defer atomic.AddInt64(&outputCallsRunning, -1)
+	for peak := atomic.LoadInt64(&outputCallsPeak); running > peak; peak = atomic.LoadInt64(&outputCallsPeak) {
+		if atomic.CompareAndSwapInt64(&outputCallsPeak, peak, running) {
+			break
+		}
+	}
 	header, trailer := echoMetadata(stream.Context())
 	stream.SetTrailer(trailer)
 	if err := stream.SetHeader(header); err != nil {
@@ -333,4 +346,6 @@ func main() {
 	timer := time.AfterFunc(time.Second, server.Stop)
 	server.GracefulStop()
 	timer.Stop()
+	fmt.Fprintf(os.Stderr, "StreamingOutputCall handlers started %d, peak running %d\n",
+		atomic.LoadInt64(&outputCallsStarted), atomic.LoadInt64(&outputCallsPeak))
 }
