@@ -166,6 +166,7 @@ void Http2Connection::OnKeepaliveTimer() {
 }
 
 void Http2Connection::Misbehaved(std::string_view debug) {
+  LogPeerClose(debug);
   session_.SubmitGoaway(kHttp2EnhanceYourCalm, debug);
   CloseAfterFlush(Status(StatusCode::kUnavailable, std::string(debug)));
 }
@@ -252,6 +253,12 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
   CheckDone();
 }
 
+// An operator needs to know why a peer lost its connection: the peer sees only the GOAWAY.
+void Http2Connection::LogPeerClose(std::string_view reason) const {
+  Log(LogSeverity::kWarning,
+      "closing the HTTP/2 connection with " + peer_ + " (GOAWAY): " + std::string(reason));
+}
+
 bool Http2Connection::Deliver(Buffer block) {
   bytes_received_ += block.size();
   Status status = session_.Receive(std::move(block), std::chrono::steady_clock::now());
@@ -259,11 +266,13 @@ bool Http2Connection::Deliver(Buffer block) {
   if (closed_) return false;
   if (!status.ok()) {
     // nghttp2 queued a GOAWAY explaining the error; send it, then close.
+    LogPeerClose(status.message());
     CloseAfterFlush(std::move(status));
     return false;
   }
   if (session_.calmed()) {
     // The glitch budget ran out: the session queued GOAWAY(ENHANCE_YOUR_CALM).
+    LogPeerClose("too_many_glitches");
     CloseAfterFlush(Status(StatusCode::kUnavailable, "too_many_glitches"));
     return false;
   }

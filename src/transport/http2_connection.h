@@ -150,6 +150,7 @@ class Http2Connection {
   void ArmKeepalive(std::chrono::steady_clock::duration delay);
   void OnKeepaliveTimer();
   void Misbehaved(std::string_view debug);
+  void LogPeerClose(std::string_view reason) const;
   void CheckDone();
 
   asio::io_context& io_context_;

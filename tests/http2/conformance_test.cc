@@ -21,6 +21,7 @@
 #include "tests/http2/raw_frames.h"
 #include "tests/http2/raw_h2_client.h"
 #include "tests/testing/fixture.h"
+#include "tests/testing/log_capture.h"
 #include "tests/testing/messages.h"
 
 namespace rill::test {
@@ -704,6 +705,7 @@ TEST_P(FloodTest, MillionFramesEndInEnhanceYourCalmWithBoundedMemory) {
   constexpr int kFrames = 1'000'000;
   const FloodCase flood = FloodCases()[static_cast<size_t>(GetParam())];
   const size_t rss_before = ResidentBytes();
+  LogCapture logs;
   auto conn = Connect();
   ASSERT_NE(conn, nullptr);
   conn->set_keep_frames(false);
@@ -731,6 +733,12 @@ TEST_P(FloodTest, MillionFramesEndInEnhanceYourCalmWithBoundedMemory) {
   ASSERT_TRUE(goaway.has_value()) << flood.name << ": no GOAWAY after " << sent << " frames";
   EXPECT_EQ(goaway->error_code(), kEnhanceYourCalm) << flood.name;
   EXPECT_GT(goaway->payload.size(), 8u) << flood.name << ": a GOAWAY without a debug string";
+  // The operator learns why the peer was cut off, in the words the GOAWAY carried.
+  EXPECT_TRUE(LogCapture::Contains("closing the HTTP/2 connection with ipv4:127.0.0.1:"))
+      << flood.name;
+  if (goaway->payload.size() > 8) {
+    EXPECT_TRUE(LogCapture::Contains(goaway->payload.substr(8))) << flood.name;
+  }
   EXPECT_LT(sent, kFrames) << flood.name << ": the whole flood was accepted";
   conn->WaitFor([](const ReadFrame&) { return false; }, std::chrono::seconds(10));
   EXPECT_TRUE(conn->closed()) << flood.name;

@@ -31,6 +31,7 @@
 #include "rill/server_context.h"
 #include "tests/http2/raw_h2_client.h"
 #include "tests/testing/fixture.h"
+#include "tests/testing/log_capture.h"
 #include "tests/testing/messages.h"
 
 namespace rill::test {
@@ -417,18 +418,11 @@ TEST_F(HardeningTest, SilentPeerGetsAGoawayAtTheHandshakeTimeout) {
   EXPECT_TRUE(GoodCallWorks());
 }
 
-std::mutex g_log_mu;
-std::vector<std::string> g_log;
-void CaptureLog(LogSeverity, std::string_view message) {
-  std::lock_guard lock(g_log_mu);
-  g_log.emplace_back(message);
-}
-
 // Out of file descriptors, the server logs it, backs off instead of spinning on accept, and
 // serves again once descriptors are free.
 TEST_F(HardeningTest, AcceptBacksOffWhenOutOfDescriptors) {
   Start(ServerOptions());
-  SetLogHandler(&CaptureLog);
+  LogCapture logs;
   rlimit original{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &original), 0);
   // Exhaust descriptors with connections the server cannot accept.
@@ -464,11 +458,7 @@ TEST_F(HardeningTest, AcceptBacksOffWhenOutOfDescriptors) {
     if (!served) std::this_thread::sleep_for(milliseconds(10));
   }
   EXPECT_TRUE(served);
-  SetLogHandler(nullptr);
-  std::lock_guard lock(g_log_mu);
-  bool logged = false;
-  for (const auto& line : g_log) logged |= line.find("accept:") != std::string::npos;
-  EXPECT_TRUE(logged) << "no log line about the accept failure";
+  EXPECT_TRUE(LogCapture::Contains("accept:")) << "no log line about the accept failure";
 }
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "rill/log.h"
 #include "rill/server_context.h"
 #include "tests/testing/fixture.h"
+#include "tests/testing/log_capture.h"
 #include "tests/testing/messages.h"
 
 namespace rill::test {
@@ -86,35 +87,6 @@ class IdentityService final : public TestService::Service {
   PeerIdentity identity_;
   std::string authority_;
   std::string authorization_;
-};
-
-// Collects warnings rill logs while a test runs.
-class LogCapture {
- public:
-  LogCapture() {
-    std::lock_guard lock(mu());
-    lines().clear();
-    SetLogHandler(&Record);
-  }
-  ~LogCapture() { SetLogHandler(nullptr); }
-  static std::vector<std::string> Lines() {
-    std::lock_guard lock(mu());
-    return lines();
-  }
-
- private:
-  static void Record(LogSeverity, std::string_view message) {
-    std::lock_guard lock(mu());
-    lines().emplace_back(message);
-  }
-  static std::mutex& mu() {
-    static std::mutex m;
-    return m;
-  }
-  static std::vector<std::string>& lines() {
-    static std::vector<std::string> l;
-    return l;
-  }
 };
 
 class TlsTest : public ::testing::Test {
