@@ -97,20 +97,26 @@ configure() {
   local config=$1
   local dir="$ROOT/build/$config"
   local args=(-G Ninja -DRILL_WERROR=ON)
+  local sanitizer_flags=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG'
+                         -DCMAKE_C_FLAGS_RELWITHDEBINFO='-O1 -g1 -DNDEBUG')
   case "$config" in
     # The libgrpc++ peers are built only on request, by bench/side_by_side/run.sh.
     release) args+=(-DCMAKE_BUILD_TYPE=Release -DRILL_BUILD_TESTS=OFF -DRILL_BUILD_PEERS=OFF) ;;
     test) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_DCHECKS=ON) ;;
     # Warnings are judged by the plain gcc build: with the sanitizers' instrumentation GCC 12
     # reports false maybe-uninitialized and mismatched-new-delete on coroutine frames.
-    asan) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_DCHECKS=ON -DRILL_WERROR=OFF
-                 -DRILL_SANITIZE=address,undefined -DRILL_BUILD_BENCHMARKS=OFF
+    # The sanitizer and fuzzer builds use -O1 and line tables only (-g1): reports keep their
+    # file:line stacks, and GCC compiles an ASan+UBSan translation unit 2.4 times faster than
+    # at -O2 -g (TSan 1.5 times), which is most of what keeps CI's cold run short.
+    asan) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}" -DRILL_DCHECKS=ON
+                 -DRILL_WERROR=OFF -DRILL_SANITIZE=address,undefined -DRILL_BUILD_BENCHMARKS=OFF
                  -DRILL_BUILD_PEERS=OFF -DRILL_BUILD_EXAMPLES=OFF) ;;
-    tsan) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DRILL_DCHECKS=ON -DRILL_WERROR=OFF
-                 -DRILL_SANITIZE=thread
+    tsan) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}" -DRILL_DCHECKS=ON
+                 -DRILL_WERROR=OFF -DRILL_SANITIZE=thread
                  -DRILL_BUILD_BENCHMARKS=OFF -DRILL_BUILD_PEERS=OFF -DRILL_BUILD_EXAMPLES=OFF) ;;
     # clang only has to find crashes here.
-    fuzz) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++
+    fuzz) args+=(-DCMAKE_BUILD_TYPE=RelWithDebInfo "${sanitizer_flags[@]}"
+                 -DCMAKE_CXX_COMPILER=clang++
                  -DCMAKE_C_COMPILER=clang -DRILL_BUILD_FUZZERS=ON -DRILL_BUILD_TESTS=OFF
                  -DRILL_BUILD_BENCHMARKS=OFF -DRILL_BUILD_PEERS=OFF -DRILL_BUILD_EXAMPLES=OFF
                  -DRILL_DCHECKS=ON -DRILL_WERROR=OFF) ;;
@@ -128,6 +134,18 @@ configure_and_build() {
   configure "$config"
   log "building build/$config"
   cmake --build "$ROOT/build/$config" "$@"
+}
+
+# Builds only the binaries of the tests whose label matches $2 (each test is named after its
+# binary): a sanitizer run compiles nothing it does not run.
+build_labelled() {
+  local config=$1 labels=$2 targets
+  configure "$config"
+  cmake --build "$ROOT/build/$config" --target build.ninja >/dev/null  # reconfigures if stale
+  mapfile -t targets < <(ctest --test-dir "$ROOT/build/$config" -N -L "$labels" |
+                         sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p')
+  [ ${#targets[@]} -gt 0 ] || { echo "no test is labelled $labels" >&2; exit 1; }
+  configure_and_build "$config" --target "${targets[@]}"
 }
 
 run_ctest() {
@@ -194,20 +212,14 @@ case "$cmd" in
     ;;
   asan)
     setup all
-    configure_and_build asan
+    build_labelled asan 'unit|integration'
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
       run_ctest asan -L 'unit|integration' "$@"
     ;;
   tsan)
     setup all
-    # Only the binaries of the tests labelled threads (each test is named after its binary).
-    configure tsan
-    cmake --build "$ROOT/build/tsan" --target build.ninja >/dev/null  # reconfigures if stale
-    mapfile -t tsan_targets < <(ctest --test-dir "$ROOT/build/tsan" -N -L threads |
-                                sed -n 's/^ *Test *#[0-9]*: \(.*\)$/\1/p')
-    [ ${#tsan_targets[@]} -gt 0 ] || { echo "no test is labelled threads" >&2; exit 1; }
-    configure_and_build tsan --target "${tsan_targets[@]}"
-    TSAN_OPTIONS=halt_on_error=1 run_ctest tsan -L 'threads' "$@"
+    build_labelled tsan threads
+    TSAN_OPTIONS=halt_on_error=1 run_ctest tsan -L threads "$@"
     ;;
   fuzz)
     setup fuzz
