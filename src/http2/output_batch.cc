@@ -1,5 +1,6 @@
 #include "src/http2/output_batch.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "rill/mem/buffer_pool.h"
@@ -15,6 +16,7 @@ void OutputBatch::PushPiece(iovec iov, Buffer keep) {
 void OutputBatch::AppendCopy(std::span<const std::byte> bytes) {
   while (!bytes.empty()) {
     if (staging_.empty() || staging_used_ == staging_.size()) {
+      if (!staging_.empty()) KeepLastPieceWhole();
       staging_ = Buffer::Allocate(kStagingSize, *pool_);
       staging_used_ = 0;
     }
@@ -71,6 +73,41 @@ void OutputBatch::Consume(size_t n) {
     staging_ = Buffer();
     staging_used_ = 0;
   }
+}
+
+// A piece grown in place in the staging block (AppendCopy) is longer than its keep_ view; while
+// that block is the current staging_ the piece can be cut from staging_ (TakeViews). Before the
+// block is replaced the piece's keep_ view is widened to cover it: the last piece is the only
+// one that can have grown.
+void OutputBatch::KeepLastPieceWhole() {
+  if (first_ == iov_.size()) return;
+  const auto* begin = static_cast<const std::byte*>(iov_.back().iov_base);
+  const std::byte* end = begin + iov_.back().iov_len;
+  const Buffer& keep = keep_.back();
+  if (keep.data() + keep.size() >= end || begin < staging_.data() ||
+      end > staging_.data() + staging_.size()) {
+    return;
+  }
+  const size_t from = static_cast<size_t>(std::min(keep.data(), begin) - staging_.data());
+  keep_.back() = staging_.Slice(from, static_cast<size_t>(end - staging_.data()));
+}
+
+void OutputBatch::TakeViews(std::vector<Buffer>& out) {
+  for (size_t i = first_; i < iov_.size(); ++i) {
+    const auto* begin = static_cast<const std::byte*>(iov_[i].iov_base);
+    const size_t size = iov_[i].iov_len;
+    const Buffer& keep = keep_[i];
+    if (begin >= keep.data() && begin + size <= keep.data() + keep.size()) {
+      const auto from = static_cast<size_t>(begin - keep.data());
+      out.push_back(keep.Slice(from, from + size));
+    } else {
+      // Grown in place in the current staging block (see KeepLastPieceWhole).
+      RILL_DCHECK(begin >= staging_.data() && begin + size <= staging_.data() + staging_.size());
+      const auto from = static_cast<size_t>(begin - staging_.data());
+      out.push_back(staging_.Slice(from, from + size));
+    }
+  }
+  Clear();
 }
 
 void OutputBatch::Clear() noexcept {

@@ -301,6 +301,7 @@ TEST_P(RequestBuffersTest, QueuedStreamMessagesAreFreedWhenTheStreamEnds) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, RequestBuffersTest,
                          kAllTransports, TransportParamName);
+INSTANTIATE_TEST_SUITE_P(InProcess, RequestBuffersTest, kInProcessTransport, TransportParamName);
 
 }  // namespace
 }  // namespace rill::test
