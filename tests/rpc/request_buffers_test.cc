@@ -271,6 +271,10 @@ TEST_P(RequestBuffersTest, RejectedRequestIsFreedWithoutAHandler) {
 }
 
 TEST_P(RequestBuffersTest, QueuedStreamMessagesAreFreedWhenTheStreamEnds) {
+  if (GetParam() == Transport::kInProcess) {
+    GTEST_SKIP() << "in-process, queued messages are views of the client's blocks, not of "
+                    "server read blocks (in_process_test covers freeing on cancel)";
+  }
   StartServer();
   auto channel = NewChannel();
   TestService::Stub stub(channel);
