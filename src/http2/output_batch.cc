@@ -8,6 +8,7 @@
 namespace rill::internal {
 
 void OutputBatch::PushPiece(iovec iov, Buffer keep) {
+  KeepLastPieceWhole();  // the last piece stops growing here
   iov_.push_back(iov);
   keep_.push_back(std::move(keep));
   bytes_ += iov.iov_len;
@@ -75,10 +76,10 @@ void OutputBatch::Consume(size_t n) {
   }
 }
 
-// A piece grown in place in the staging block (AppendCopy) is longer than its keep_ view; while
-// that block is the current staging_ the piece can be cut from staging_ (TakeViews). Before the
-// block is replaced the piece's keep_ view is widened to cover it: the last piece is the only
-// one that can have grown.
+// A piece grown in place in the staging block (AppendCopy) is longer than its keep_ view. Only
+// the last piece grows; before another piece follows it or its staging block is replaced, its
+// keep_ view is widened to cover it, so that TakeViews can cut every piece from its keep_ view
+// (the last one, possibly still growing, from staging_).
 void OutputBatch::KeepLastPieceWhole() {
   if (first_ == iov_.size()) return;
   const auto* begin = static_cast<const std::byte*>(iov_.back().iov_base);
