@@ -340,7 +340,11 @@ rill::StatusOr<std::unique_ptr<BenchmarkClient>> BenchmarkClient::Connect(
       channel_options.keepalive_timeout = std::chrono::seconds(1);
       channel_options.keepalive_without_calls = true;
     }
-    auto channel = rill::Channel::Create(options.target, options.credentials, channel_options);
+    rill::StatusOr<std::shared_ptr<rill::Channel>> channel =
+        options.in_process_server != nullptr
+            ? rill::StatusOr<std::shared_ptr<rill::Channel>>(
+                  options.in_process_server->InProcessChannel(channel_options))
+            : rill::Channel::Create(options.target, options.credentials, channel_options);
     if (!channel.ok()) return channel.status();
     if (!(*channel)->WaitForConnected(Clock::now() + kConnectTimeout)) {
       return rill::Status(rill::StatusCode::kUnavailable, "cannot connect to " + options.target);

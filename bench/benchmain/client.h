@@ -35,6 +35,7 @@
 #include "rill/credentials.h"
 #include "rill/prepared_message.h"
 #include "rill/reactor_pool.h"
+#include "rill/server.h"
 #include "rill/status_or.h"
 
 namespace rill::bench {
@@ -42,6 +43,9 @@ namespace rill::bench {
 struct ClientOptions {
   // "host:port" or "unix:/path".
   std::string target;
+  // When set, every connection is this server's InProcessChannel() (grpc-go's bufconn) and
+  // `target` and `credentials` are not used.
+  rill::Server* in_process_server = nullptr;
   int connections = 1;
   // The channels' reactors. Must be a pool no other channel has used: channel i then runs on
   // reactor i % size (ReactorPool::Next() is round robin), where its workers are spawned.

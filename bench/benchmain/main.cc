@@ -343,9 +343,8 @@ rill::StatusOr<Config> Parse(const Flags& flags) {
         "-memProfile/-cpuProfile: Go runtime profiles; use perf or heaptrack on benchmain "
         "instead. Accepted, no effect");
   }
-  if (flags.bufconn) {
-    config.notes.push_back(
-        "-bufconn: rill has no in-memory pipe; client and server talk over a Unix-domain socket");
+  if (flags.bufconn && !flags.server.empty()) {
+    return Invalid("-bufconn: the client and the server must share the process (no --server)");
   }
 
   // rill's flags.
@@ -500,14 +499,20 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
   std::unique_ptr<rill::Server> server;
   std::string unix_path;
   std::string target = config.server;
+  const ShapingProxy::Conditions conditions{.latency = f.latency, .kbps = f.kbps, .mtu = f.mtu};
+  const bool shaped = conditions.Shapes();
   if (target.empty()) {
     server_reactors = std::make_unique<ReactorPool>(
         ReactorPool::Options{.threads = config.server_reactors, .cpus = config.server_cpus});
     rill::ServerBuilder builder;
     int port = 0;
     if (f.use_buf_conn) {
-      unix_path = UnixSocketPath();
-      builder.AddListeningPort("unix:" + unix_path);
+      // In-process (Server::InProcessChannel) unless the shaping proxy needs a socket to
+      // stand between the two: then a Unix-domain socket.
+      if (shaped) {
+        unix_path = UnixSocketPath();
+        builder.AddListeningPort("unix:" + unix_path);
+      }
     } else {
       builder.AddListeningPort("127.0.0.1:0", &port);
     }
@@ -542,12 +547,13 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
     auto built = builder.Build();
     if (!built.ok()) return built.status();
     server = std::move(*built);
-    target = f.use_buf_conn ? "unix:" + unix_path : "127.0.0.1:" + std::to_string(port);
+    target = !f.use_buf_conn ? "127.0.0.1:" + std::to_string(port)
+             : shaped        ? "unix:" + unix_path
+                             : std::string("inprocess");
   }
 
   std::unique_ptr<ShapingProxy> proxy;
-  const ShapingProxy::Conditions conditions{.latency = f.latency, .kbps = f.kbps, .mtu = f.mtu};
-  if (conditions.Shapes()) {
+  if (shaped) {
     auto started = ShapingProxy::Start(target, f.use_buf_conn, conditions);
     if (!started.ok()) return started.status();
     proxy = std::move(*started);
@@ -570,6 +576,7 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
       ReactorPool::Options{.threads = config.client_reactors, .cpus = config.client_cpus});
   ClientOptions client_options{
       .target = target,
+      .in_process_server = f.use_buf_conn && !shaped ? server.get() : nullptr,
       .connections = static_cast<int>(f.connections),
       .reactors = &client_reactors,
       .buffer_pool = pool,
@@ -689,7 +696,8 @@ int Main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--mtu", flags.mtu, "Simulated MTU; <= 0: unlimited")->capture_default_str();
   app.add_flag("--bufconn", flags.bufconn,
-               "grpc-go's in-memory pipe; rill uses a Unix-domain socket instead");
+               "In-process channel (Server::InProcessChannel, grpc-go's bufconn) instead of "
+               "TCP; with network shaping, a Unix-domain socket");
   app.add_flag("--enable_keepalive", flags.enable_keepalive,
                "Keepalive on both sides (10 s time, 1 s timeout, permitted without calls)");
   app.add_option("--preloader", flags.preloader,

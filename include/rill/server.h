@@ -9,6 +9,9 @@
 //   if (!server.ok()) return Fail(server.status());
 //   (*server)->Wait();                       // until Shutdown() from another thread
 //
+// In-process: server->InProcessChannel() is a channel to this server that carries its calls
+// through memory, without a socket (see InProcessChannel() below).
+//
 // A TLS port: AddListeningPort("0.0.0.0:50443", tls_credentials, &port) (rill/credentials.h);
 // plaintext and TLS ports may be mixed on one server.
 //
@@ -32,6 +35,8 @@
 namespace rill {
 
 class BufferPool;
+class Channel;
+struct ChannelOptions;
 class Compressor;
 class ServerCredentials;
 class ReactorPool;
@@ -139,6 +144,29 @@ class Server {
   // Blocks until Shutdown() completed. On a reactor thread it would deadlock: it logs an error
   // and returns at once.
   void Wait();
+
+  // A channel connected to this server within the process (grpc-go's bufconn, libgrpc++'s
+  // InProcessChannel()): no socket, no kernel, no copy of a payload byte between the two
+  // sides. HTTP/2 framing is kept: the client and the server each run their usual HTTP/2
+  // connection, and the frames one side writes reach the other as references to the same
+  // pooled buffers. So everything behaves as over TCP (deadlines, cancellation, metadata,
+  // compression, interceptors, stats handlers, flow control, keepalive, GOAWAY), with the peer
+  // named "inprocess" and the default :authority "inprocess". The server needs no listening
+  // port for it. `options` apply as to Channel::Create() (its own reactor unless
+  // options.reactors is set); TLS does not apply.
+  //
+  // Lifetime: the channel connects lazily and reconnects like any channel. When the server
+  // shuts down, its in-process connections get GOAWAY like the others: running calls may
+  // finish within the grace period, then are cancelled (the client sees UNAVAILABLE), and new
+  // calls fail with UNAVAILABLE ("the in-process server is shut down"). The channel may outlive
+  // the server: it stays usable as an object, and its calls fail with UNAVAILABLE (or wait
+  // until their deadline with wait_for_ready). Destroying the channel before the server
+  // cancels its calls as for any channel.
+  //
+  //   auto channel = server->InProcessChannel();
+  //   helloworld::Greeter::Stub stub(channel);
+  [[nodiscard]] std::shared_ptr<Channel> InProcessChannel(const ChannelOptions& options);
+  [[nodiscard]] std::shared_ptr<Channel> InProcessChannel();
 
   // Ports actually bound, in AddListeningPort order (0 for Unix sockets).
   [[nodiscard]] const std::vector<int>& ports() const noexcept;

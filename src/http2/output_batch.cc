@@ -1,5 +1,6 @@
 #include "src/http2/output_batch.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "rill/mem/buffer_pool.h"
@@ -7,6 +8,7 @@
 namespace rill::internal {
 
 void OutputBatch::PushPiece(iovec iov, Buffer keep) {
+  KeepLastPieceWhole();  // the last piece stops growing here
   iov_.push_back(iov);
   keep_.push_back(std::move(keep));
   bytes_ += iov.iov_len;
@@ -15,6 +17,7 @@ void OutputBatch::PushPiece(iovec iov, Buffer keep) {
 void OutputBatch::AppendCopy(std::span<const std::byte> bytes) {
   while (!bytes.empty()) {
     if (staging_.empty() || staging_used_ == staging_.size()) {
+      if (!staging_.empty()) KeepLastPieceWhole();
       staging_ = Buffer::Allocate(kStagingSize, *pool_);
       staging_used_ = 0;
     }
@@ -71,6 +74,41 @@ void OutputBatch::Consume(size_t n) {
     staging_ = Buffer();
     staging_used_ = 0;
   }
+}
+
+// A piece grown in place in the staging block (AppendCopy) is longer than its keep_ view. Only
+// the last piece grows; before another piece follows it or its staging block is replaced, its
+// keep_ view is widened to cover it, so that TakeViews can cut every piece from its keep_ view
+// (the last one, possibly still growing, from staging_).
+void OutputBatch::KeepLastPieceWhole() {
+  if (first_ == iov_.size()) return;
+  const auto* begin = static_cast<const std::byte*>(iov_.back().iov_base);
+  const std::byte* end = begin + iov_.back().iov_len;
+  const Buffer& keep = keep_.back();
+  if (keep.data() + keep.size() >= end || begin < staging_.data() ||
+      end > staging_.data() + staging_.size()) {
+    return;
+  }
+  const size_t from = static_cast<size_t>(std::min(keep.data(), begin) - staging_.data());
+  keep_.back() = staging_.Slice(from, static_cast<size_t>(end - staging_.data()));
+}
+
+void OutputBatch::TakeViews(std::vector<Buffer>& out) {
+  for (size_t i = first_; i < iov_.size(); ++i) {
+    const auto* begin = static_cast<const std::byte*>(iov_[i].iov_base);
+    const size_t size = iov_[i].iov_len;
+    const Buffer& keep = keep_[i];
+    if (begin >= keep.data() && begin + size <= keep.data() + keep.size()) {
+      const auto from = static_cast<size_t>(begin - keep.data());
+      out.push_back(keep.Slice(from, from + size));
+    } else {
+      // Grown in place in the current staging block (see KeepLastPieceWhole).
+      RILL_DCHECK(begin >= staging_.data() && begin + size <= staging_.data() + staging_.size());
+      const auto from = static_cast<size_t>(begin - staging_.data());
+      out.push_back(staging_.Slice(from, from + size));
+    }
+  }
+  Clear();
 }
 
 void OutputBatch::Clear() noexcept {

@@ -66,9 +66,13 @@ class OutputBatch {
   void Consume(size_t n);
   // Drops everything (connection teardown).
   void Clear() noexcept;
+  // Moves the unwritten bytes out as views, in order, and leaves the batch empty (an in-memory
+  // connection hands these to its peer instead of writing them). O(pieces): no byte is copied.
+  void TakeViews(std::vector<Buffer>& out);
 
  private:
   void PushPiece(iovec iov, Buffer keep);
+  void KeepLastPieceWhole();
 
   BufferPool* pool_;
   size_t byte_limit_;

@@ -173,6 +173,27 @@ size_t BufferSlice::PinnedBytes() const noexcept {
   return pinned;
 }
 
+size_t BufferSlice::ReclaimableBytes() const noexcept {
+  size_t reclaimable = 0;
+  const std::byte* run_block_end = nullptr;
+  size_t run_capacity = 0;
+  int32_t run_views = 0;
+  int32_t run_refs = 0;
+  for (const Buffer& buffer : *this) {
+    const std::byte* block_end = buffer.data() + buffer.size() + buffer.TailRoom();
+    if (block_end != run_block_end) {
+      if (run_views > 0 && run_refs == run_views) reclaimable += run_capacity;
+      run_block_end = block_end;
+      run_capacity = buffer.BlockCapacity();
+      run_views = 0;
+      run_refs = buffer.BlockRefs();
+    }
+    ++run_views;
+  }
+  if (run_views > 0 && run_refs == run_views) reclaimable += run_capacity;
+  return reclaimable;
+}
+
 void BufferSlice::Compact(BufferPool& pool) {
   if (count_ == 0 || (count_ == 1 && PinnedBytes() <= 2 * size_)) return;
   Buffer flat = Buffer::Allocate(size_, pool);

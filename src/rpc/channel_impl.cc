@@ -8,6 +8,7 @@
 #include "src/rpc/client_call.h"
 #include "src/rpc/client_transport.h"
 #include "src/rpc/codec.h"
+#include "src/rpc/in_process_acceptor.h"
 #include "src/transport/tls_context.h"
 
 namespace rill::internal {
@@ -214,6 +215,20 @@ void ChannelImpl::Dispatch(ClientCall* call) {
 void ChannelImpl::Connect() {
   SetState(State::kConnecting);
   const uint64_t attempt = ++connect_attempt_;
+  if (in_process_ != nullptr) {
+    // Completes from a fresh handler, as a socket's connect would: the caller may be a call
+    // being dispatched, which a failure completes.
+    asio::post(*io_context_, [this, attempt, holder = gate_.Enter()] {
+      if (attempt != connect_attempt_ || state_ != State::kConnecting) return;
+      StatusOr<PipeEnd> pipe = in_process_->Connect();
+      if (!pipe.ok()) {
+        OnConnectFailed(pipe.status());
+        return;
+      }
+      OnConnected(std::move(*pipe));
+    });
+    return;
+  }
   connect_timer_.expires_after(options_.min_connect_timeout);
   connect_timer_.async_wait([this, attempt, holder = gate_.Enter()](const asio::error_code& ec) {
     if (!ec && attempt == connect_attempt_ && state_ == State::kConnecting && connecting_socket_) {
@@ -276,7 +291,15 @@ void ChannelImpl::ConnectNext(uint64_t attempt, size_t index) {
 }
 
 void ChannelImpl::OnConnected(asio::generic::stream_protocol::socket socket) {
-  transports_.push_back(std::make_unique<ClientTransport>(*this, std::move(socket), gate_.Enter()));
+  StartTransport(std::make_unique<ClientTransport>(*this, std::move(socket), gate_.Enter()));
+}
+
+void ChannelImpl::OnConnected(PipeEnd pipe) {
+  StartTransport(std::make_unique<ClientTransport>(*this, std::move(pipe), gate_.Enter()));
+}
+
+void ChannelImpl::StartTransport(std::unique_ptr<ClientTransport> transport) {
+  transports_.push_back(std::move(transport));
   transport_ = transports_.back().get();
   transport_->Start();
   // A TLS connection is ready once its handshake is done (OnTransportReady); until then calls

@@ -48,6 +48,10 @@ namespace rill {
 class ChannelAccess {
  public:
   static internal::ChannelImpl& Impl(Channel& channel) { return channel.impl(); }
+  // The user's Channel over `impl`, which it takes the first reference of.
+  static std::shared_ptr<Channel> Wrap(internal::ChannelImpl* impl) {
+    return std::shared_ptr<Channel>(new Channel(impl));
+  }
 };
 
 }  // namespace rill
@@ -56,6 +60,8 @@ namespace rill::internal {
 
 class ClientCall;
 class ClientTransport;
+class InProcessAcceptor;
+class PipeEnd;
 class TlsContext;
 
 class ChannelImpl : public RefCounted<ChannelImpl> {
@@ -82,6 +88,12 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
   // their counters are written on the reactor.
   [[nodiscard]] channelz::ChannelNode& channelz() noexcept { return channelz_; }
   [[nodiscard]] channelz::ChannelNode& channelz_subchannel() noexcept { return subchannel_; }
+
+  // Makes this an in-process channel: connections go to `acceptor`'s server through memory
+  // instead of to the target's address. Called once, right after construction.
+  void ConnectInProcess(std::shared_ptr<InProcessAcceptor> acceptor) {
+    in_process_ = std::move(acceptor);
+  }
 
   // Starts a unary call (from any thread). The request is serialized before this returns.
   void StartUnary(const MethodDescriptor& method, ClientContext& context,
@@ -136,6 +148,8 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
   void Connect();
   void ConnectNext(uint64_t attempt, size_t index);
   void OnConnected(asio::generic::stream_protocol::socket socket);
+  void OnConnected(PipeEnd pipe);
+  void StartTransport(std::unique_ptr<ClientTransport> transport);
   void OnConnectFailed(const Status& status);
   void ScheduleReconnect();
   std::chrono::milliseconds NextBackoff();
@@ -155,6 +169,7 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
   CompressorSet compressors_;
   std::shared_ptr<ChannelCredentials> credentials_;
   std::shared_ptr<TlsContext> tls_;  // null: plaintext
+  std::shared_ptr<InProcessAcceptor> in_process_;  // null: connect to address_
   std::string tls_verify_name_;
 
   // Published connectivity, for WaitForConnected().

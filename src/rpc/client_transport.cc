@@ -47,6 +47,17 @@ ClientTransport::ClientTransport(ChannelImpl& channel, Http2Connection::Socket s
   channelz::Registry::Get().Register(channelz_, &channel.channelz_subchannel());
 }
 
+ClientTransport::ClientTransport(ChannelImpl& channel, PipeEnd pipe, Gate::Holder holder)
+    : channel_(channel),
+      connection_(std::move(pipe), channel.io_context(), ConnectionOptions(channel), this,
+                  channel.pool(), this),
+      holder_(std::move(holder)) {
+  connection_.AttachChannelz(&channelz_);
+  channelz_.name = connection_.peer();
+  channelz_.remote_name = connection_.peer();
+  channelz::Registry::Get().Register(channelz_, &channel.channelz_subchannel());
+}
+
 ClientTransport::~ClientTransport() = default;
 
 void ClientTransport::Start() {

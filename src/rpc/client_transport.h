@@ -22,6 +22,8 @@ class ClientCall;
 class ClientTransport final : public Http2Handler, public Http2Connection::Owner {
  public:
   ClientTransport(ChannelImpl& channel, Http2Connection::Socket socket, Gate::Holder holder);
+  // In-process: over one end of a pipe whose other end a server's connection holds.
+  ClientTransport(ChannelImpl& channel, PipeEnd pipe, Gate::Holder holder);
   ~ClientTransport() override;
 
   void Start();

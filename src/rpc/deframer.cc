@@ -38,7 +38,12 @@ MessageDeframer::Result MessageDeframer::Next(Message& out, Status& error, Buffe
     body_size_ = size;
   }
   if (pending_.size() < body_size_) {
-    if (pending_.size() >= kCompactionFloor && pending_.PinnedBytes() > 2 * pending_.size()) {
+    // Only blocks the partial message alone holds count: copying views of a block that stays
+    // alive anyway (the read block being parsed; on an in-process connection, the sender's
+    // message buffer until its last frame is delivered) frees nothing, and doing it for every
+    // chunk of a large message would copy it over and over.
+    if (pending_.size() >= kCompactionFloor && pending_.PinnedBytes() > 2 * pending_.size() &&
+        pending_.ReclaimableBytes() > 2 * pending_.size()) {
       pending_.Compact(pool);
     }
     return Result::kNeedMore;

@@ -109,6 +109,12 @@ void Server::Shutdown() { impl_->Shutdown(impl_->options().shutdown_grace); }
 
 void Server::Wait() { impl_->Wait(); }
 
+std::shared_ptr<Channel> Server::InProcessChannel(const ChannelOptions& options) {
+  return impl_->InProcessChannel(options);
+}
+
+std::shared_ptr<Channel> Server::InProcessChannel() { return InProcessChannel(ChannelOptions()); }
+
 const std::vector<int>& Server::ports() const noexcept { return impl_->ports(); }
 
 }  // namespace rill

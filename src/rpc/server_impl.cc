@@ -4,6 +4,8 @@
 
 #include "rill/log.h"
 #include "src/base/user_code.h"
+#include "src/rpc/channel_impl.h"
+#include "src/rpc/in_process_acceptor.h"
 #include "src/rpc/server_transport.h"
 #include "src/transport/tls_context.h"
 
@@ -12,7 +14,8 @@ namespace rill::internal {
 ServerImpl::ServerImpl(ServerConfig config)
     : config_(std::move(config)),
       pool_(config_.pool != nullptr ? config_.pool : &DefaultBufferPool()),
-      compressors_(config_.compressors) {}
+      compressors_(config_.compressors),
+      in_process_(std::make_shared<InProcessAcceptor>(this)) {}
 
 ServerImpl::~ServerImpl() {
   RILL_CHECK_MSG(ReactorPool::Current() == nullptr,
@@ -95,6 +98,42 @@ void ServerImpl::Accept(Listener::Socket socket, const ServerCredentials* creden
   transport->Start();
 }
 
+void ServerImpl::AcceptInProcess(PipeEnd pipe) {
+  asio::io_context& io = reactors_->Next();
+  std::lock_guard posting(mu_);
+  ++posted_to_transports_;  // Shutdown waits for this handler as for work posted to transports
+  asio::post(io, [this, &io, pipe = std::move(pipe)]() mutable {
+    std::unique_ptr<ServerTransport> owned;
+    ServerTransport* transport = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      const bool refused = shutting_down() ||
+                           (config_.options.max_connections != 0 &&
+                            transports_.size() >= config_.options.max_connections);
+      if (!refused) {
+        owned = std::make_unique<ServerTransport>(*this, std::move(pipe), io);
+        transport = owned.get();
+        transports_.emplace(transport, std::move(owned));
+      }
+    }
+    pipe.Close();  // a refused connection: the channel reads end-of-stream
+    if (transport != nullptr) transport->Start();
+    std::lock_guard lock(mu_);
+    if (--posted_to_transports_ == 0) cv_.notify_all();
+  });
+}
+
+std::shared_ptr<Channel> ServerImpl::InProcessChannel(const ChannelOptions& options) {
+  ChannelOptions channel_options = options;
+  if (channel_options.authority.empty()) channel_options.authority = "inprocess";
+  Address address;
+  address.host = "inprocess";
+  auto* impl = new ChannelImpl("inprocess", std::move(address), std::move(channel_options),
+                               /*credentials=*/nullptr);
+  impl->ConnectInProcess(in_process_);
+  return ChannelAccess::Wrap(impl);
+}
+
 void ServerImpl::OnTransportDone(ServerTransport* transport) {
   std::unique_ptr<ServerTransport> done;
   std::lock_guard lock(mu_);
@@ -139,6 +178,7 @@ void ServerImpl::Shutdown(std::chrono::milliseconds grace) {
 }
 
 void ServerImpl::RunShutdown(std::chrono::milliseconds grace) {
+  in_process_->Stop();  // in-process channels connect no more
   for (const auto& plugin : config_.plugins) {
     try {
       plugin->OnShutdown();

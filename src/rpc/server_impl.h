@@ -17,6 +17,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "rill/channel.h"
 #include "rill/credentials.h"
 #include "rill/interceptor.h"
 #include "rill/mem/buffer_pool.h"
@@ -27,10 +28,12 @@
 #include "src/base/channelz.h"
 #include "src/rpc/compressor_set.h"
 #include "src/transport/address.h"
+#include "src/transport/in_memory_pipe.h"
 #include "src/transport/listener.h"
 
 namespace rill::internal {
 
+class InProcessAcceptor;
 class ServerTransport;
 
 struct ServerConfig {
@@ -97,6 +100,13 @@ class ServerImpl {
            running_handlers_.load(std::memory_order_relaxed) >=
                config_.options.max_running_handlers;
   }
+  // Serves one end of an in-memory pipe as a new connection, on one of the server's reactors
+  // (posted; the end is dropped, and the peer reads end-of-stream, when the server is shutting
+  // down or at max_connections by then).
+  void AcceptInProcess(PipeEnd pipe);
+  // A channel connected to this server in memory (Server::InProcessChannel).
+  std::shared_ptr<Channel> InProcessChannel(const ChannelOptions& options);
+
   [[nodiscard]] bool shutting_down() const noexcept {
     return shutting_down_.load(std::memory_order_acquire);
   }
@@ -129,6 +139,7 @@ class ServerImpl {
   channelz::ServerNode channelz_;
   std::vector<std::unique_ptr<channelz::SocketNode>> listen_nodes_;
   std::vector<int> bound_ports_;
+  std::shared_ptr<InProcessAcceptor> in_process_;  // shared with the in-process channels
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -55,6 +55,18 @@ ServerTransport::ServerTransport(ServerImpl& server, Http2Connection::Socket soc
   channelz::Registry::Get().Register(channelz_, &server.channelz_node());
 }
 
+ServerTransport::ServerTransport(ServerImpl& server, PipeEnd pipe, asio::io_context& io_context)
+    : server_(server),
+      connection_(std::move(pipe), io_context, ConnectionOptions(server.options(), nullptr), this,
+                  server.pool(), this),
+      lifetime_timer_(connection_.io_context()),
+      notice_timer_(connection_.io_context()) {
+  connection_.AttachChannelz(&channelz_);
+  channelz_.name = connection_.peer();
+  channelz_.remote_name = connection_.peer();
+  channelz::Registry::Get().Register(channelz_, &server.channelz_node());
+}
+
 ServerTransport::~ServerTransport() = default;
 
 void ServerTransport::Start() {

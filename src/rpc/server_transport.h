@@ -30,6 +30,8 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
   // `tls`: the context of a TLS port (null: plaintext).
   ServerTransport(ServerImpl& server, Http2Connection::Socket socket,
                   std::shared_ptr<TlsContext> tls);
+  // In-process: over one end of a pipe whose other end a channel's connection holds.
+  ServerTransport(ServerImpl& server, PipeEnd pipe, asio::io_context& io_context);
   ~ServerTransport() override;
   ServerTransport(const ServerTransport&) = delete;
   ServerTransport& operator=(const ServerTransport&) = delete;

@@ -73,11 +73,38 @@ Http2Connection::Http2Connection(Socket socket, const Options& options, Http2Han
   }
 }
 
+Http2Connection::Http2Connection(PipeEnd pipe, asio::io_context& io_context,
+                                 const Options& options, Http2Handler* handler, BufferPool& pool,
+                                 Owner* owner)
+    : io_context_(io_context),
+      socket_(io_context),
+      fd_(-1),
+      pipe_(std::move(pipe)),
+      session_(options.http2, handler, pool),
+      batch_(pool, options.write_buffer_size),
+      cipher_(pool),
+      pool_(&pool),
+      owner_(owner),
+      handshake_timer_(io_context_),
+      close_timer_(io_context_),
+      settings_timer_(io_context_),
+      peer_("inprocess"),
+      read_block_size_(options.read_block_size),
+      handshake_timeout_(options.handshake_timeout),
+      policy_(options),
+      keepalive_timer_(io_context_),
+      server_(options.http2.server) {
+  RILL_CHECK_MSG(pipe_.valid() && options.tls == nullptr,
+                 "an in-memory connection needs a pipe and carries no TLS");
+  if (options.dynamic_window) bdp_.emplace(options.http2.initial_stream_window);
+  last_read_ = std::chrono::steady_clock::now();
+}
+
 Http2Connection::~Http2Connection() = default;
 
 void Http2Connection::AttachChannelz(channelz::SocketNode* node) {
   channelz_ = node;
-  node->DescribeSocket(fd_);
+  if (fd_ >= 0) node->DescribeSocket(fd_);
 }
 
 void Http2Connection::Start() {
@@ -199,6 +226,10 @@ void Http2Connection::WaitReadable() {
   if (reading_ || closed_) return;
   reading_ = true;
   ++pending_ops_;
+  if (pipe_.valid()) {
+    pipe_.AsyncWaitReadable(io_context_, [this](const asio::error_code& ec) { OnReadable(ec); });
+    return;
+  }
   socket_.async_wait(Socket::wait_read, [this](const asio::error_code& ec) { OnReadable(ec); });
 }
 
@@ -211,7 +242,8 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
     return;
   }
   in_read_turn_ = true;
-  for (int i = 0; i < kMaxReadsPerTurn && !closed_; ++i) {
+  if (pipe_.valid()) ReadPipe();
+  for (int i = 0; i < kMaxReadsPerTurn && !closed_ && !pipe_.valid(); ++i) {
     Buffer block = Buffer::Allocate(read_block_size_, *pool_);
     const ssize_t n = ::recv(fd_, block.mutable_data(), block.size(), MSG_DONTWAIT);
     if (n < 0) {
@@ -251,6 +283,26 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
     if (!closed_ && !close_after_flush_) WaitReadable();
   }
   CheckDone();
+}
+
+void Http2Connection::ReadPipe() {
+  const PipeEnd::ReadResult result =
+      pipe_.Read(pipe_in_, static_cast<size_t>(kMaxReadsPerTurn) * read_block_size_);
+  if (result == PipeEnd::ReadResult::kEnd) {
+    Close(Status(StatusCode::kUnavailable, "connection closed by peer"));
+    return;
+  }
+  for (Buffer& piece : pipe_in_) {
+    if (!Deliver(std::move(piece))) break;
+  }
+  pipe_in_.clear();  // what a closing connection did not deliver is dropped
+}
+
+bool Http2Connection::WritePipe() {
+  if (!pipe_.CanWrite()) return false;
+  batch_.TakeViews(pipe_out_);
+  pipe_.Write(pipe_out_);
+  return true;
 }
 
 // An operator needs to know why a peer lost its connection: the peer sees only the GOAWAY.
@@ -418,6 +470,13 @@ void Http2Connection::Flush() {
       }
       break;
     }
+    if (pipe_.valid()) {
+      if (!WritePipe()) {
+        WaitWritable();
+        return;
+      }
+      continue;
+    }
     std::span<iovec> iov = out.iovecs();
     msghdr msg{};
     msg.msg_iov = iov.data();
@@ -449,7 +508,7 @@ void Http2Connection::Flush() {
 void Http2Connection::WaitWritable() {
   writing_ = true;
   ++pending_ops_;
-  socket_.async_wait(Socket::wait_write, [this](const asio::error_code& ec) {
+  auto on_writable = [this](const asio::error_code& ec) {
     OpDone();
     writing_ = false;
     if (!closed_) {
@@ -460,7 +519,12 @@ void Http2Connection::WaitWritable() {
       }
     }
     CheckDone();
-  });
+  };
+  if (pipe_.valid()) {
+    pipe_.AsyncWaitWritable(io_context_, std::move(on_writable));
+  } else {
+    socket_.async_wait(Socket::wait_write, std::move(on_writable));
+  }
 }
 
 void Http2Connection::CloseAfterFlush(Status reason, std::chrono::milliseconds limit) {
@@ -485,12 +549,20 @@ void Http2Connection::Close(Status reason) {
   StopEverything();
   asio::error_code ignored;
   socket_.close(ignored);
+  pipe_.Close();  // pending waits complete as aborted
   PostFinalCheck();
 }
 
 void Http2Connection::CloseLingering() {
   if (closed_) return;
   StopEverything();
+  if (pipe_.valid()) {
+    // The peer reads what we wrote, then the end of the stream; what it still sends is
+    // dropped by the pipe. Nothing can reset the bytes in flight, so no lingering is needed.
+    pipe_.Close();
+    PostFinalCheck();
+    return;
+  }
   // Everything we queued (a GOAWAY, typically) is written. Closing now while the peer's frames
   // sit unread in our receive buffer would answer with a TCP reset, and the reset can destroy
   // the GOAWAY before the peer reads it. So: FIN after the last byte, then read and discard

@@ -13,6 +13,10 @@
 // the handshake timeout covers the TLS handshake and the HTTP/2 preface together. A closing TLS
 // connection sends close_notify before it half-closes.
 //
+// In-memory (Http2Connection(PipeEnd, ...)): the same session and loops over one end of an
+// InMemoryPipe instead of a socket. HTTP/2 framing is kept; a flush hands the batch's pieces to
+// the peer as views (no copy, no syscall), and a read takes the views the peer wrote. No TLS.
+//
 // Life cycle: Start() → ... → Close(reason). After Close, pending operations drain and the
 // owner's OnConnectionDone() runs exactly once, from a fresh handler (never from inside
 // Close()), after which the owner may destroy the connection.
@@ -35,6 +39,7 @@
 #include "src/http2/bdp_estimator.h"
 #include "src/http2/http2_session.h"
 #include "src/http2/output_batch.h"
+#include "src/transport/in_memory_pipe.h"
 
 namespace rill::internal {
 
@@ -97,6 +102,9 @@ class Http2Connection {
   // `handler`, `pool` and `owner` must outlive the connection.
   Http2Connection(Socket socket, const Options& options, Http2Handler* handler,
                   BufferPool& pool, Owner* owner);
+  // Over one end of an in-memory pipe, on `io_context` (options.tls must be null).
+  Http2Connection(PipeEnd pipe, asio::io_context& io_context, const Options& options,
+                  Http2Handler* handler, BufferPool& pool, Owner* owner);
   ~Http2Connection();
   Http2Connection(const Http2Connection&) = delete;
   Http2Connection& operator=(const Http2Connection&) = delete;
@@ -133,6 +141,10 @@ class Http2Connection {
   void PostFinalCheck();
   void WaitReadable();
   void OnReadable(const asio::error_code& ec);
+  // In-memory: one read turn over the pipe; false when the connection closed during it.
+  void ReadPipe();
+  // In-memory: hands the batch to the peer; false when the peer's queue is full.
+  bool WritePipe();
   void Flush();
   // Fills the batch that goes out next: the session's frames (plaintext), or their encryption.
   Status Produce();
@@ -154,8 +166,11 @@ class Http2Connection {
   void CheckDone();
 
   asio::io_context& io_context_;
-  Socket socket_;
+  Socket socket_;  // unopened on an in-memory connection
   int fd_;
+  PipeEnd pipe_;   // valid on an in-memory connection only
+  std::vector<Buffer> pipe_in_;   // views taken from the pipe (reused)
+  std::vector<Buffer> pipe_out_;  // views handed to the pipe (reused)
   Http2Session session_;
   OutputBatch batch_;
   OutputBatch cipher_;  // TLS: ciphertext to write (unused on a plaintext connection)

@@ -223,6 +223,7 @@ TEST_P(DeadlineCancelTest, CancelledCallsDoNotDisturbOthers) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, DeadlineCancelTest,
                          kAllTransports, TransportParamName);
+INSTANTIATE_TEST_SUITE_P(InProcess, DeadlineCancelTest, kInProcessTransport, TransportParamName);
 
 }  // namespace
 }  // namespace rill::test

@@ -271,6 +271,10 @@ TEST_P(RequestBuffersTest, RejectedRequestIsFreedWithoutAHandler) {
 }
 
 TEST_P(RequestBuffersTest, QueuedStreamMessagesAreFreedWhenTheStreamEnds) {
+  if (GetParam() == Transport::kInProcess) {
+    GTEST_SKIP() << "in-process, queued messages are views of the client's blocks, not of "
+                    "server read blocks (in_process_test covers freeing on cancel)";
+  }
   StartServer();
   auto channel = NewChannel();
   TestService::Stub stub(channel);
@@ -301,6 +305,7 @@ TEST_P(RequestBuffersTest, QueuedStreamMessagesAreFreedWhenTheStreamEnds) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, RequestBuffersTest,
                          kAllTransports, TransportParamName);
+INSTANTIATE_TEST_SUITE_P(InProcess, RequestBuffersTest, kInProcessTransport, TransportParamName);
 
 }  // namespace
 }  // namespace rill::test

@@ -214,6 +214,9 @@ TEST_P(ShutdownTest, DestroyingTheServerWithAConnectedChannel) {
 }
 
 TEST_P(ShutdownTest, ClientsThatLeaveAtOnceDoNotHoldUpShutdown) {
+  if (GetParam() == Transport::kInProcess) {
+    GTEST_SKIP() << "needs a socket address (in_process_test covers the in-process case)";
+  }
   // Peers that connect and close before the server has written its SETTINGS: on a Unix socket
   // that first write fails at once (EPIPE), and nothing may be left waiting on the dead
   // connection (a keepalive timer armed after the close once held shutdown for two hours).
@@ -238,6 +241,9 @@ TEST_P(ShutdownTest, ClientsThatLeaveAtOnceDoNotHoldUpShutdown) {
 }
 
 TEST_P(ShutdownTest, NoServerMeansUnavailable) {
+  if (GetParam() == Transport::kInProcess) {
+    GTEST_SKIP() << "needs a socket address (in_process_test covers the in-process case)";
+  }
   const std::string target = GetParam() == Transport::kTcp
                                  ? [] {
                                      // A port that was free a moment ago.
@@ -256,6 +262,9 @@ TEST_P(ShutdownTest, NoServerMeansUnavailable) {
 }
 
 TEST_P(ShutdownTest, ChannelReconnectsToARestartedServer) {
+  if (GetParam() == Transport::kInProcess) {
+    GTEST_SKIP() << "needs a socket address (in_process_test covers the in-process case)";
+  }
   StartServer();
   ReactorPool client_reactors({.threads = 1, .cpus = {}});
   ChannelOptions options;
@@ -276,6 +285,9 @@ TEST_P(ShutdownTest, ChannelReconnectsToARestartedServer) {
 }
 
 TEST_P(ShutdownTest, WaitForReadyCallRidesOutARestart) {
+  if (GetParam() == Transport::kInProcess) {
+    GTEST_SKIP() << "needs a socket address (in_process_test covers the in-process case)";
+  }
   StartServer();
   ReactorPool client_reactors({.threads = 1, .cpus = {}});
   auto channel = ConnectedChannel(WaitForReadyOptions(&client_reactors));
@@ -311,6 +323,9 @@ std::string TargetOf(Transport transport, const TestServerSetup& setup) {
 }
 
 TEST_P(ShutdownTest, WaitForReadyCallWaitsWhileNoServerListens) {
+  if (GetParam() == Transport::kInProcess) {
+    GTEST_SKIP() << "needs a socket address (in_process_test covers the in-process case)";
+  }
   TestServerSetup setup = ReservedAddress(GetParam());
   auto channel = Channel::Create(TargetOf(GetParam(), setup), WaitForReadyOptions());
   ASSERT_TRUE(channel.ok()) << channel.status();
@@ -322,6 +337,9 @@ TEST_P(ShutdownTest, WaitForReadyCallWaitsWhileNoServerListens) {
 // A queued wait-for-ready call whose deadline passes must leave the channel's queue: its call
 // object is reused by the next call.
 TEST_P(ShutdownTest, ExpiredQueuedCallDoesNotDisturbTheNextCall) {
+  if (GetParam() == Transport::kInProcess) {
+    GTEST_SKIP() << "needs a socket address (in_process_test covers the in-process case)";
+  }
   TestServerSetup setup = ReservedAddress(GetParam());
   setup.services.push_back(&service_);
   auto channel = Channel::Create(TargetOf(GetParam(), setup), WaitForReadyOptions());
@@ -370,6 +388,7 @@ TEST_P(ShutdownTest, DISABLED_CallOnADyingConnectionIsRetriedTransparently) {
 
 INSTANTIATE_TEST_SUITE_P(Transports, ShutdownTest,
                          kAllTransports, TransportParamName);
+INSTANTIATE_TEST_SUITE_P(InProcess, ShutdownTest, kInProcessTransport, TransportParamName);
 
 }  // namespace
 }  // namespace rill::test

@@ -180,8 +180,12 @@ TEST_P(UnaryTest, BlockingCallReturnsTheResponse) {
     EXPECT_THAT(std::string(context.peer()), HasSubstr("127.0.0.1:"));
     EXPECT_THAT(service_.peer(), HasSubstr("127.0.0.1:"));
     EXPECT_EQ(service_.authority(), server_->target());
-  } else {
+  } else if (GetParam() == Transport::kUnix) {
     EXPECT_THAT(std::string(context.peer()), StartsWith("unix:"));
+  } else {
+    EXPECT_EQ(std::string(context.peer()), "inprocess");
+    EXPECT_EQ(service_.peer(), "inprocess");
+    EXPECT_EQ(service_.authority(), "inprocess");
   }
 }
 
@@ -585,6 +589,7 @@ TEST_P(UnaryTest, ServerSendLimitFailsTheCall) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, UnaryTest, kAllTransports, TransportParamName);
+INSTANTIATE_TEST_SUITE_P(InProcess, UnaryTest, kInProcessTransport, TransportParamName);
 
 }  // namespace
 }  // namespace rill::test

@@ -206,6 +206,7 @@ TEST_P(UserCodeTest, CompletionCallbackThrows) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, UserCodeTest, kAllTransports, TransportParamName);
+INSTANTIATE_TEST_SUITE_P(InProcess, UserCodeTest, kInProcessTransport, TransportParamName);
 
 }  // namespace
 }  // namespace rill::test

@@ -518,6 +518,7 @@ TEST_P(StreamingTest, ClientStreamingServerSeesHalfCloseAfterCancelOfAnother) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, StreamingTest, kAllTransports, TransportParamName);
+INSTANTIATE_TEST_SUITE_P(InProcess, StreamingTest, kInProcessTransport, TransportParamName);
 
 }  // namespace
 }  // namespace rill::test

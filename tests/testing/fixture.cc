@@ -9,7 +9,15 @@
 namespace rill::test {
 
 std::string TransportName(Transport transport) {
-  return transport == Transport::kTcp ? "Tcp" : "Unix";
+  switch (transport) {
+    case Transport::kTcp:
+      return "Tcp";
+    case Transport::kUnix:
+      return "Unix";
+    case Transport::kInProcess:
+      return "InProcess";
+  }
+  return "?";
 }
 
 std::string TransportParamName(const ::testing::TestParamInfo<Transport>& info) {
@@ -31,7 +39,7 @@ std::unique_ptr<TestServer> TestServer::Start(Transport transport, const TestSer
   int port = 0;
   if (transport == Transport::kTcp) {
     builder.AddListeningPort("127.0.0.1:" + std::to_string(setup.port), &port);
-  } else {
+  } else if (transport == Transport::kUnix) {
     server->unix_path_ = setup.unix_path.empty() ? NewUnixSocketPath() : setup.unix_path;
     builder.AddListeningPort("unix:" + server->unix_path_);
   }
@@ -53,8 +61,9 @@ std::unique_ptr<TestServer> TestServer::Start(Transport transport, const TestSer
   }
   server->server_ = std::move(*built);
   server->port_ = port;
-  server->target_ = transport == Transport::kTcp ? "127.0.0.1:" + std::to_string(port)
-                                                 : "unix:" + server->unix_path_;
+  server->target_ = transport == Transport::kTcp    ? "127.0.0.1:" + std::to_string(port)
+                    : transport == Transport::kUnix ? "unix:" + server->unix_path_
+                                                    : std::string("inprocess");
   return server;
 }
 
@@ -73,6 +82,7 @@ void TestServer::StopNow() {
 }
 
 std::shared_ptr<Channel> TestServer::NewChannel(ChannelOptions options) const {
+  if (transport_ == Transport::kInProcess) return server_->InProcessChannel(options);
   auto channel = Channel::Create(target_, std::move(options));
   if (!channel.ok()) {
     ADD_FAILURE() << "cannot create a channel to " << target_ << ": " << channel.status();

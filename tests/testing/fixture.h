@@ -63,13 +63,17 @@ inline constexpr bool kSanitized = false;
 inline constexpr bool kSanitized = false;
 #endif
 
-enum class Transport { kTcp, kUnix };
+// kInProcess: no listening port; channels are Server::InProcessChannel().
+enum class Transport { kTcp, kUnix, kInProcess };
 
-// "Tcp" / "Unix", for parameterized test names:
+// "Tcp" / "Unix" / "InProcess", for parameterized test names:
 //   INSTANTIATE_TEST_SUITE_P(Transports, MyTest, kAllTransports, TransportParamName);
 std::string TransportName(Transport transport);
 std::string TransportParamName(const ::testing::TestParamInfo<Transport>& info);
 inline const auto kAllTransports = ::testing::Values(Transport::kTcp, Transport::kUnix);
+// The in-process channel, for suites whose tests need no socket of their own:
+//   INSTANTIATE_TEST_SUITE_P(InProcess, MyTest, kInProcessTransport, TransportParamName);
+inline const auto kInProcessTransport = ::testing::Values(Transport::kInProcess);
 
 struct TestServerSetup {
   std::vector<Service*> services;
@@ -96,7 +100,8 @@ class TestServer {
   ~TestServer();
 
   [[nodiscard]] rill::Server& server() { return *server_; }
-  // The channel target that reaches this server ("127.0.0.1:port" or "unix:/path").
+  // The channel target that reaches this server ("127.0.0.1:port" or "unix:/path";
+  // "inprocess" for kInProcess, where only NewChannel() reaches it).
   [[nodiscard]] const std::string& target() const { return target_; }
   [[nodiscard]] int port() const { return port_; }
   [[nodiscard]] const std::string& unix_path() const { return unix_path_; }

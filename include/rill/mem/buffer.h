@@ -201,6 +201,12 @@ class [[nodiscard]] Buffer {
     CheckLive();
     return block_ == nullptr || block_->refs.load(std::memory_order_acquire) == 1;
   }
+  // Views of this view's block, this one included (0 for an empty buffer). A snapshot: views
+  // on other threads may come and go.
+  [[nodiscard]] int32_t BlockRefs() const noexcept {
+    CheckLive();
+    return block_ == nullptr ? 0 : block_->refs.load(std::memory_order_relaxed);
+  }
   // True for views of a block from a BufferPool (as opposed to a small block or no block).
   [[nodiscard]] bool IsPooled() const noexcept {
     CheckLive();

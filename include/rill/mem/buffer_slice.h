@@ -94,6 +94,10 @@ class [[nodiscard]] BufferSlice {
   // size()). Neighbouring views of one block (the pieces a stream cuts out of one read block)
   // count it once; a block whose views are not neighbours is counted for each run of them.
   [[nodiscard]] size_t PinnedBytes() const noexcept;
+  // The part of PinnedBytes() that only this slice keeps alive: blocks with no view outside it,
+  // which Compact() would give back. A block still referenced elsewhere (a read block being
+  // parsed, a sender's message buffer on an in-process connection) is not counted.
+  [[nodiscard]] size_t ReclaimableBytes() const noexcept;
   // Replaces the buffers with one block holding a copy of all bytes, when they pin more than
   // twice the bytes they carry (several pieces, or one small view of a large block). A slice
   // that is already tight is left alone.
