@@ -58,12 +58,12 @@ struct ServerOptions {
   // limit is refused (RST_STREAM REFUSED_STREAM: the client may retry it; it never reached
   // the application) and counts as protocol noise: a connection that keeps at it is closed with
   // GOAWAY(ENHANCE_YOUR_CALM).
-  // The server-wide default, 1,000, keeps what a few hostile connections can make the server
-  // hold to ~10 MiB (a running handler and its stream cost several KiB); a server that holds
-  // more long-lived calls at once (subscriptions, say) raises it, or sets 0. The server-wide
-  // count is one counter shared by every reactor.
+  // A server-wide cap of 1,000 keeps what a few hostile connections can make the server hold to
+  // ~10 MiB (a running handler and its stream cost several KiB); it is not the default, since
+  // a busy server's legitimate calls would be refused past it (and clients that do not retry
+  // REFUSED_STREAM fail them UNAVAILABLE). The server-wide count is one shared counter.
   uint32_t max_running_handlers_per_connection = 1000;
-  uint32_t max_running_handlers = 1000;
+  uint32_t max_running_handlers = 0;
   // Rapid-reset budget, per connection. A stream the client resets (RST_STREAM) before its
   // handler started, or while its handler runs and less than `early_reset_window` after the
   // stream opened, is an early reset; a connection may have `early_reset_burst` of them at once

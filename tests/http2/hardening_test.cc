@@ -269,6 +269,7 @@ void RapidResetOnConnections(int connections, milliseconds reset_delay, const ch
 TEST_F(HardeningTest, RapidResetOfPromptHandlersEndsWithGoaway) {
   LogCapture logs;
   ServerOptions options;
+  options.max_running_handlers = 1000;
   Start(options);
   for (const int connections : {1, 8}) {
     for (const milliseconds delay : {milliseconds(0), milliseconds(2)}) {
@@ -286,13 +287,15 @@ TEST_F(HardeningTest, RapidResetOfPromptHandlersEndsWithGoaway) {
 }
 
 // Rapid reset on 8 connections, each batch reset once its handlers started, with handlers that
-// outlive their streams (the worst case): the default server-wide cap holds the handlers to
+// outlive their streams (the worst case): a server-wide cap holds the handlers to
 // 1,000 and the memory they hold with them, and every connection ends with GOAWAY.
 TEST_F(HardeningTest, RapidResetOnEightConnectionsStaysUnderTheServerWideCap) {
-  Start(ServerOptions());
+  ServerOptions options;
+  options.max_running_handlers = 1000;
+  Start(options);
   const size_t rss_before = ResidentBytes();
   RapidResetOnConnections(8, milliseconds(2), kParkedPath, [this] { return Connect(); });
-  EXPECT_LE(service_.started.load(), static_cast<int>(ServerOptions().max_running_handlers))
+  EXPECT_LE(service_.started.load(), 1000)
       << "handlers ran past the server-wide cap";
   std::printf("handlers started %d, RSS %+.1f MiB (server and clients)\n",
               service_.started.load(),

@@ -35,7 +35,7 @@ declare -A label=([rill]=rill [rill_stubborn]="rill, stubborn handlers"
 # rill_stubborn: handlers wait out interval_us even when their call is cancelled, as the
 # libgrpc++ and grpc-go peers' handlers do (theirs sleep); rill's own stop with the call.
 # *_capped: at most 1000 handlers running on the whole server (ServerOptions::
-# max_running_handlers), which is now also rill's default: the same as rill and rill_stubborn.
+# max_running_handlers; rill's default limits only each connection, to 1000).
 declare -A extra=([rill_stubborn]="--test_only_sleep_through_cancel=true"
   [rill_capped]="--max_running_handlers=1000"
   [rill_stubborn_capped]="--test_only_sleep_through_cancel=true --max_running_handlers=1000")
