@@ -63,8 +63,23 @@ struct ServerOptions {
   // limit is refused (RST_STREAM REFUSED_STREAM: the client may retry it; it never reached
   // the application) and counts as protocol noise: a connection that keeps at it is closed with
   // GOAWAY(ENHANCE_YOUR_CALM).
+  // A server-wide cap of 1,000 keeps what a few hostile connections can make the server hold to
+  // ~10 MiB (a running handler and its stream cost several KiB); it is not the default, since
+  // a busy server's legitimate calls would be refused past it (and clients that do not retry
+  // REFUSED_STREAM fail them UNAVAILABLE). The server-wide count is one shared counter.
   uint32_t max_running_handlers_per_connection = 1000;
   uint32_t max_running_handlers = 0;
+  // Rapid-reset budget, per connection. A stream the client resets (RST_STREAM) before its
+  // handler started, or while its handler runs and less than `early_reset_window` after the
+  // stream opened, is an early reset; a connection may have `early_reset_burst` of them at once
+  // plus `early_reset_rate` per second. The early reset that overdraws the budget closes the
+  // connection with GOAWAY(ENHANCE_YOUR_CALM, "too_many_resets"); streams the GOAWAY covers
+  // still finish. A client that cancels its calls as it pleases stays far below it: 1,000
+  // calls a second, each cancelled at once, keep their connection. A reset after the response
+  // was sent never counts. early_reset_burst 0: no budget.
+  uint32_t early_reset_burst = 2000;
+  uint32_t early_reset_rate = 1000;
+  std::chrono::milliseconds early_reset_window{10};
   // Largest request header block accepted; a larger one fails that call with
   // RESOURCE_EXHAUSTED while the connection lives on.
   uint32_t max_header_list_size = 16 * 1024;

@@ -223,7 +223,12 @@ struct Http2Session::Callbacks {
       case NGHTTP2_RST_STREAM:
         // Resets are not abuse (clients cancel calls); the work they could cause is bounded by
         // the layer above, which frees a stream's handler slot only when its handler returned.
+        // Rapid reset (streams reset as soon as they are opened, CVE-2023-44487) is the
+        // exception: the layer above says which resets are early, and those have a budget.
         ++self->counters_.resets_received;
+        if (self->handler_->IsEarlyReset(id, StreamData(self, id)) && !self->EarlyReset()) {
+          return kStopReceiving;
+        }
         break;
       default:
         break;
@@ -364,9 +369,8 @@ Http2Session::Http2Session(const Http2Options& options, Http2Handler* handler, B
     : handler_(handler),
       pool_(&pool),
       server_(options.server),
-      glitch_burst_(options.glitch_burst),
-      glitch_rate_(options.glitch_rate),
-      glitch_tokens_(options.glitch_burst) {
+      glitches_{options.glitch_burst, options.glitch_rate, double(options.glitch_burst)},
+      resets_{options.reset_burst, options.reset_rate, double(options.reset_burst)} {
   nghttp2_session_callbacks* cbs = nullptr;
   RILL_CHECK(nghttp2_session_callbacks_new(&cbs) == 0);
   nghttp2_session_callbacks_set_on_begin_frame_callback(cbs, Callbacks::OnBeginFrame);
@@ -442,7 +446,7 @@ Status Http2Session::Receive(Buffer block, std::chrono::steady_clock::time_point
     const int error = static_cast<int>(rv);
     int32_t last = server_ ? nghttp2_session_get_last_proc_stream_id(session_) : 0;
     last = std::min(last, goaway_last_id_);
-    if (calmed_) return Status(StatusCode::kUnavailable, "too_many_glitches");
+    if (calmed_) return Status(StatusCode::kUnavailable, std::string(calm_reason_));
     if (pending_error_) {
       // A rule rill checks itself failed: GOAWAY with the code and reason, then close.
       const auto [code, reason] = *pending_error_;
@@ -556,19 +560,33 @@ void Http2Session::SubmitGoaway(uint32_t error_code, std::string_view debug_data
 
 bool Http2Session::Glitch() {
   ++counters_.glitches;
-  if (glitch_burst_ == 0) return true;
-  if (calmed_) return false;
-  if (now_ > glitch_refill_) {
-    const double elapsed = std::chrono::duration<double>(now_ - glitch_refill_).count();
-    if (glitch_refill_ != std::chrono::steady_clock::time_point{}) {
-      glitch_tokens_ = std::min<double>(glitch_burst_, glitch_tokens_ + elapsed * glitch_rate_);
+  return Spend(glitches_, "too_many_glitches");
+}
+
+bool Http2Session::EarlyReset() {
+  ++counters_.early_resets;
+  return Spend(resets_, "too_many_resets");
+}
+
+bool Http2Session::TokenBucket::Take(std::chrono::steady_clock::time_point now) {
+  if (now > refilled) {
+    if (refilled != std::chrono::steady_clock::time_point{}) {
+      const double elapsed = std::chrono::duration<double>(now - refilled).count();
+      tokens = std::min<double>(burst, tokens + elapsed * rate);
     }
-    glitch_refill_ = now_;
+    refilled = now;
   }
-  glitch_tokens_ -= 1;
-  if (glitch_tokens_ >= 0) return true;
+  tokens -= 1;
+  return tokens >= 0;
+}
+
+bool Http2Session::Spend(TokenBucket& bucket, std::string_view reason) {
+  if (bucket.burst == 0) return true;
+  if (calmed_) return false;
+  if (bucket.Take(now_)) return true;
   calmed_ = true;
-  SubmitGoaway(kHttp2EnhanceYourCalm, "too_many_glitches");
+  calm_reason_ = reason;
+  SubmitGoaway(kHttp2EnhanceYourCalm, reason);
   return false;
 }
 

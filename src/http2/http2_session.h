@@ -89,6 +89,9 @@ class Http2Handler {
                         std::string_view debug_data) {}
   // The peer acknowledged one of our PINGs.
   virtual void OnPingAck(uint64_t payload) {}
+  // The peer reset an open stream (RST_STREAM received, before OnStreamClose): true when the
+  // reset counts against the session's reset budget (Http2Options::reset_burst).
+  virtual bool IsEarlyReset(int32_t stream_id, void* stream) { return false; }
 };
 
 // The outbound half of one stream: bytes waiting to become DATA frames, then trailers or
@@ -133,6 +136,12 @@ struct Http2Options {
   // (calmed()). 0 disables the budget.
   uint32_t glitch_burst = 1000;
   uint32_t glitch_rate = 100;
+  // Early resets (server: streams the peer reset that the layer above calls early, see
+  // Http2Handler::IsEarlyReset) are allowed in a burst of `reset_burst` plus `reset_rate` per
+  // second; the one that overdraws the budget calms the session as the glitch budget does,
+  // with the debug text "too_many_resets". 0 disables the budget.
+  uint32_t reset_burst = 0;
+  uint32_t reset_rate = 0;
 };
 
 class Http2Session {
@@ -195,9 +204,12 @@ class Http2Session {
   // Counts one unit of protocol noise against the glitch budget (see Http2Options); false
   // once the budget is spent (the session is calmed()).
   bool Glitch();
-  // The glitch budget ran out: a GOAWAY(ENHANCE_YOUR_CALM) is queued and no new stream may
-  // reach the layer above.
+  // The glitch budget or the reset budget ran out: a GOAWAY(ENHANCE_YOUR_CALM) is queued and
+  // no new stream may reach the layer above. calm_reason() is its debug text.
   [[nodiscard]] bool calmed() const noexcept { return calmed_; }
+  [[nodiscard]] std::string_view calm_reason() const noexcept { return calm_reason_; }
+  // The time passed to the Receive() under way (or the last one).
+  [[nodiscard]] std::chrono::steady_clock::time_point now() const noexcept { return now_; }
   void SubmitPing(uint64_t payload);
 
   // Dynamic flow control: the connection window and every stream's window become `window`
@@ -222,6 +234,7 @@ class Http2Session {
     uint64_t headers_data_sent = 0;    // HEADERS and DATA frames we sent
     uint64_t glitches = 0;             // protocol noise counted against the budget
     uint64_t resets_received = 0;      // RST_STREAM frames from the peer (not noise)
+    uint64_t early_resets = 0;         // of those, the ones counted against the reset budget
   };
   [[nodiscard]] const Counters& counters() const noexcept { return counters_; }
 
@@ -265,12 +278,23 @@ class Http2Session {
   uint64_t sends_at_last_ping_ = UINT64_MAX;
   uint64_t settings_received_ = 0;
   std::optional<uint64_t> notice_ping_;  // sent once the shutdown notice is on the wire
-  // The glitch budget.
-  uint32_t glitch_burst_;
-  uint32_t glitch_rate_;
-  double glitch_tokens_;
+  // A budget of events: `burst` at once, refilled at `rate` per second (burst 0: unlimited).
+  struct TokenBucket {
+    uint32_t burst;
+    uint32_t rate;
+    double tokens;
+    std::chrono::steady_clock::time_point refilled{};
+    // Takes one token at `now`; false when there was none left.
+    bool Take(std::chrono::steady_clock::time_point now);
+  };
+  // Spends one event of `bucket`; when it overdraws, calms the session with GOAWAY
+  // (ENHANCE_YOUR_CALM, `reason`). False once calmed.
+  bool Spend(TokenBucket& bucket, std::string_view reason);
+  bool EarlyReset();
+  TokenBucket glitches_;
+  TokenBucket resets_;
+  std::string_view calm_reason_;
   std::chrono::steady_clock::time_point now_{};
-  std::chrono::steady_clock::time_point glitch_refill_{};
 };
 
 // True while the calling thread is inside a session's Receive() or FillBatch(), that is, inside

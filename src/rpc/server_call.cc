@@ -92,6 +92,7 @@ void ServerCall::Begin(int32_t stream_id) {
   stream_id_ = stream_id;
   awaiting_handler_ = true;
   phase_ = Phase::kHeaders;
+  begun_at_ = transport_->session().now();
   method_ = nullptr;
   context_.Reset();
   header_bytes_ = 0;

@@ -19,6 +19,7 @@
 
 #include <asio/cancellation_signal.hpp>
 #include <asio/steady_timer.hpp>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -49,6 +50,13 @@ class ServerCall final : public ServerStreamCore {
 
   // Starts serving stream `stream_id` (the object may have served earlier calls).
   void Begin(int32_t stream_id);
+  // The client reset the stream at `now`: whether that counts against the connection's reset
+  // budget (ServerOptions::early_reset_burst): the handler had not started, or it runs and the
+  // stream is younger than `window`. A call that has its status never counts.
+  [[nodiscard]] bool IsEarlyReset(std::chrono::steady_clock::time_point now,
+                                  std::chrono::milliseconds window) const noexcept {
+    return phase_ < Phase::kRunning || (phase_ == Phase::kRunning && now - begun_at_ < window);
+  }
 
   // Events from the transport, in stream order.
   void OnHeader(std::string_view name, std::string_view value);
@@ -144,6 +152,7 @@ class ServerCall final : public ServerStreamCore {
   ServerTransport* transport_;
   int32_t stream_id_ = 0;
   Phase phase_ = Phase::kHeaders;
+  std::chrono::steady_clock::time_point begun_at_;  // the read that opened the stream
   const detail::MethodHandler* method_ = nullptr;
   ServerContext context_;
 

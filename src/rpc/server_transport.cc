@@ -36,6 +36,8 @@ Http2Connection::Options ConnectionOptions(const ServerOptions& o,
   options.keepalive_timeout = o.keepalive_timeout;
   options.min_ping_interval = o.keepalive_min_ping_interval;
   options.pings_without_streams = o.permit_keepalive_without_calls;
+  options.http2.reset_burst = o.early_reset_burst;
+  options.http2.reset_rate = o.early_reset_rate;
   return options;
 }
 
@@ -218,6 +220,11 @@ void ServerTransport::OnStreamClose(int32_t stream_id, void* stream, uint32_t er
   if (stream == nullptr) return;
   session().SetStreamData(stream_id, nullptr);
   CallOf(stream)->OnStreamClosed(error_code);
+}
+
+bool ServerTransport::IsEarlyReset(int32_t, void* stream) {
+  if (stream == nullptr) return false;  // refused, or its call already ended
+  return CallOf(stream)->IsEarlyReset(session().now(), server_.options().early_reset_window);
 }
 
 void ServerTransport::OnDataFramed(int32_t, void* stream, size_t bytes) {

@@ -75,6 +75,7 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
   void OnStreamClose(int32_t stream_id, void* stream, uint32_t error_code) override;
   void OnDataFramed(int32_t stream_id, void* stream, size_t bytes) override;
   void OnPingAck(uint64_t payload) override;
+  bool IsEarlyReset(int32_t stream_id, void* stream) override;
 
   // Http2Connection::Owner.
   void OnConnectionDone(const Status& reason) override;

@@ -323,9 +323,9 @@ bool Http2Connection::Deliver(Buffer block) {
     return false;
   }
   if (session_.calmed()) {
-    // The glitch budget ran out: the session queued GOAWAY(ENHANCE_YOUR_CALM).
-    LogPeerClose("too_many_glitches");
-    CloseAfterFlush(Status(StatusCode::kUnavailable, "too_many_glitches"));
+    // The glitch or reset budget ran out: the session queued GOAWAY(ENHANCE_YOUR_CALM).
+    LogPeerClose(session_.calm_reason());
+    CloseAfterFlush(Status(StatusCode::kUnavailable, std::string(session_.calm_reason())));
     return false;
   }
   return true;

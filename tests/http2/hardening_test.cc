@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -64,9 +65,14 @@ class ProbeService final : public TestService::Service {
   Awaitable<Status> CacheableUnaryCallAsync(ServerContext& context, const SimpleRequest&,
                                             SimpleResponse&) override {
     started.fetch_add(1);
+    const int now_running = running.fetch_add(1) + 1;
+    int most = most_running.load();
+    while (now_running > most && !most_running.compare_exchange_weak(most, now_running)) {
+    }
     asio::steady_timer timer(context.io_context(), std::chrono::seconds(10));
     asio::error_code ec;
     co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    running.fetch_sub(1);
     co_return Status();
   }
   Status EmptyCall(ServerContext&, const grpc::testing::Empty&, grpc::testing::Empty&) override {
@@ -74,6 +80,8 @@ class ProbeService final : public TestService::Service {
   }
 
   std::atomic<int> started{0};
+  std::atomic<int> running{0};       // CacheableUnaryCall handlers running now
+  std::atomic<int> most_running{0};  // and the most at once
   std::atomic<bool> released{false};
 };
 
@@ -197,8 +205,114 @@ TEST_F(HardeningTest, ServerWideCapCountsStreamsBeforeTheirHandlersStart) {
   EXPECT_TRUE(served);
 }
 
-// Cancelling is not abuse: thousands of calls cancelled right after their handlers started,
-// on one connection, and the connection stays (no GOAWAY) and still serves.
+// Rapid reset with handlers that stop as soon as their call is cancelled: no work piles up,
+// so the handler cap never refuses anything; the reset budget ends each connection with
+// GOAWAY(ENHANCE_YOUR_CALM, "too_many_resets"), whose last stream id never rises, and the
+// log says why. `reset_delay` 0 resets each request in the write that opened it (most handlers
+// never start); 2 ms lets the handlers of each batch start first.
+void RapidResetOnConnections(int connections, milliseconds reset_delay, const char* path,
+                             const std::function<std::unique_ptr<RawH2Client>()>& connect) {
+  const std::string message = GrpcMessage(SimpleRequest().SerializeAsString());
+  std::vector<std::unique_ptr<RawH2Client>> clients(connections);
+  std::vector<int> opened(connections, 0);
+  std::vector<std::thread> threads;
+  for (int c = 0; c < connections; ++c) {
+    threads.emplace_back([&, c] {
+      auto client = connect();
+      if (client == nullptr) return;
+      int count = 0;
+      for (int batch = 0; batch < 200 && client->goaways().empty() && !client->disconnected();
+           ++batch) {
+        std::vector<int32_t> ids;
+        for (int i = 0; i < 100; ++i) {
+          const int32_t id = client->OpenStream(GrpcRequestHeaders(path));
+          if (id <= 0) break;
+          client->SendData(id, message, /*end_stream=*/true);
+          if (reset_delay.count() == 0) client->Reset(id, kHttp2Cancel);
+          ids.push_back(id);
+        }
+        count += static_cast<int>(ids.size());
+        if (reset_delay.count() > 0) {
+          client->RunUntil([] { return false; }, reset_delay);
+          for (int32_t id : ids) client->Reset(id, kHttp2Cancel);
+        }
+        client->RunUntil([] { return false; }, milliseconds(0));
+      }
+      client->RunUntil([&] { return !client->goaways().empty(); }, milliseconds(10000));
+      client->WaitForDisconnect();
+      opened[c] = count;
+      clients[c] = std::move(client);
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  for (int c = 0; c < connections; ++c) {
+    SCOPED_TRACE("connection " + std::to_string(c));
+    ASSERT_NE(clients[c], nullptr);
+    const auto& goaways = clients[c]->goaways();
+    ASSERT_FALSE(goaways.empty()) << "no GOAWAY after " << opened[c] << " streams";
+    EXPECT_EQ(goaways.front().error_code, kEnhanceYourCalm);
+    // The reset budget ran out, or (handlers filling the caps first, with 8 connections or
+    // handlers that outlive their streams) the refusals' noise did.
+    EXPECT_TRUE(goaways.front().debug == "too_many_resets" ||
+                goaways.front().debug == "too_many_glitches")
+        << goaways.front().debug;
+    EXPECT_TRUE(LastStreamIdsNeverRise(goaways));
+    EXPECT_TRUE(clients[c]->disconnected());
+    // The server stopped taking streams long before the last one the client sent (which may
+    // have sent them all before the GOAWAY reached it).
+    EXPECT_LT(goaways.front().last_stream_id, 2 * opened[c] - 1);
+    std::printf("connection %d: %d streams opened, GOAWAY last stream %d\n", c, opened[c],
+                goaways.front().last_stream_id);
+  }
+}
+
+TEST_F(HardeningTest, RapidResetOfPromptHandlersEndsWithGoaway) {
+  LogCapture logs;
+  ServerOptions options;
+  options.max_running_handlers = 1000;
+  Start(options);
+  for (const int connections : {1, 8}) {
+    for (const milliseconds delay : {milliseconds(0), milliseconds(2)}) {
+      SCOPED_TRACE(std::to_string(connections) + " connections, reset delay " +
+                   std::to_string(delay.count()) + " ms");
+      RapidResetOnConnections(connections, delay, kPromptPath, [this] { return Connect(); });
+    }
+  }
+  EXPECT_LE(service_.most_running.load(), 1000) << "handlers ran past the server-wide cap";
+  // On one connection nothing reaches a cap: the reset budget closed it, and the log says so.
+  EXPECT_TRUE(LogCapture::Contains("(GOAWAY): too_many_resets")) << "the close is not logged";
+  std::printf("handlers started %d, most running at once %d\n", service_.started.load(),
+              service_.most_running.load());
+  EXPECT_TRUE(GoodCallWorks());
+}
+
+// Rapid reset on 8 connections, each batch reset once its handlers started, with handlers that
+// outlive their streams (the worst case): a server-wide cap holds the handlers to
+// 1,000 and the memory they hold with them, and every connection ends with GOAWAY.
+TEST_F(HardeningTest, RapidResetOnEightConnectionsStaysUnderTheServerWideCap) {
+  ServerOptions options;
+  options.max_running_handlers = 1000;
+  Start(options);
+  const size_t rss_before = ResidentBytes();
+  RapidResetOnConnections(8, milliseconds(2), kParkedPath, [this] { return Connect(); });
+  EXPECT_LE(service_.started.load(), 1000)
+      << "handlers ran past the server-wide cap";
+  std::printf("handlers started %d, RSS %+.1f MiB (server and clients)\n",
+              service_.started.load(),
+              (static_cast<double>(ResidentBytes()) - static_cast<double>(rss_before)) / (1 << 20));
+  // Once the parked handlers return, their slots serve new calls again.
+  service_.released = true;
+  bool served = false;
+  for (int attempt = 0; attempt < 100 && !served; ++attempt) {
+    served = GoodCallWorks();
+    if (!served) std::this_thread::sleep_for(milliseconds(10));
+  }
+  EXPECT_TRUE(served);
+}
+
+// Cancelling is not abuse: a client that opens 1,000 calls a second on one connection and
+// cancels each at once, before or just after its handler starts (every reset counts against
+// the reset budget), keeps its connection (no GOAWAY), and the connection still serves.
 TEST_F(HardeningTest, AClientThatCancelsALotKeepsItsConnection) {
   ServerOptions options;
   options.max_running_handlers_per_connection = 100;
@@ -206,22 +320,30 @@ TEST_F(HardeningTest, AClientThatCancelsALotKeepsItsConnection) {
   auto client = Connect();
   ASSERT_NE(client, nullptr);
   const std::string message = GrpcMessage(SimpleRequest().SerializeAsString());
-  for (int i = 0; i < 3000; ++i) {
+  // Paced at 1 ms at least between calls (never catching up after a stall): at most 1,000 a
+  // second, for 4 s.
+  for (int i = 0; i < 4000; ++i) {
     const int32_t id = client->OpenStream(GrpcRequestHeaders(kPromptPath));
     ASSERT_GT(id, 0) << "stream " << i;
     client->SendData(id, message, /*end_stream=*/true);
-    client->RunUntil([] { return false; }, milliseconds(1));
     client->Reset(id, kHttp2Cancel);
-    if (i % 50 == 0) client->RunUntil([] { return false; }, milliseconds(1));
+    std::this_thread::sleep_for(milliseconds(1));
+    // Reads what the server sent now and then (a GOAWAY would show here).
+    client->RunUntil([] { return false; }, milliseconds(i % 100 == 0 ? 2 : 0));
+    ASSERT_TRUE(client->goaways().empty())
+        << "GOAWAY code " << client->goaways().front().error_code << " after " << i + 1
+        << " calls: " << client->goaways().front().debug;
   }
   client->RunUntil([] { return false; }, milliseconds(200));
-  EXPECT_TRUE(client->goaways().empty()) << "GOAWAY code " << client->goaways().front().error_code;
+  EXPECT_TRUE(client->goaways().empty());
   EXPECT_FALSE(client->disconnected());
   const int32_t id = client->OpenStream(GrpcRequestHeaders("/grpc.testing.TestService/EmptyCall"));
   client->SendData(id, GrpcMessage(""), /*end_stream=*/true);
   ASSERT_TRUE(client->WaitForClose(id));
   EXPECT_EQ(client->stream(id).GrpcStatus(), 0);
-  std::printf("handlers started %d\n", service_.started.load());
+  EXPECT_LE(service_.most_running.load(), 100) << "handlers ran past the cap";
+  std::printf("handlers started %d, most running at once %d\n", service_.started.load(),
+              service_.most_running.load());
 }
 
 TEST_F(HardeningTest, GracefulShutdownIsTwoStepAndEndsOpenCallsWithAStatus) {

@@ -37,9 +37,19 @@ int main(int argc, char** argv) {
                  "require client certificates that verify against these CAs (mutual TLS)");
   app.add_option("--test_only_unary_checks", unary_checks,
                  "also serve the test-only interop_checks.UnaryChecks service");
-  uint32_t max_running_handlers = 0;
+  const rill::ServerOptions defaults;
+  uint32_t max_running_handlers = defaults.max_running_handlers;
   app.add_option("--max_running_handlers", max_running_handlers,
-                 "handlers running at once on the whole server (0: no limit)");
+                 "handlers running at once on the whole server (0: no limit)")
+      ->default_val(max_running_handlers);
+  uint32_t early_reset_burst = defaults.early_reset_burst;
+  app.add_option("--early_reset_burst", early_reset_burst,
+                 "rapid-reset budget per connection: early resets at once (0: no budget)")
+      ->default_val(early_reset_burst);
+  uint32_t early_reset_rate = defaults.early_reset_rate;
+  app.add_option("--early_reset_rate", early_reset_rate,
+                 "rapid-reset budget per connection: early resets a second")
+      ->default_val(early_reset_rate);
   bool sleep_through_cancel = false;
   app.add_option("--test_only_sleep_through_cancel", sleep_through_cancel,
                  "handlers wait out interval_us even when their call is cancelled");
@@ -93,6 +103,8 @@ int main(int argc, char** argv) {
       .RegisterService(&test_service);
   if (unary_checks) builder.RegisterService(&unary_checks_service);
   builder.options().max_running_handlers = max_running_handlers;
+  builder.options().early_reset_burst = early_reset_burst;
+  builder.options().early_reset_rate = early_reset_rate;
   if (log) builder.AddStatsHandler(log);
   const rill::AdminServices admin = rill::AddAdminServices(builder);
   admin.health->SetServingStatus("grpc.testing.TestService", rill::ServingStatus::kServing);
