@@ -169,6 +169,15 @@ class InProcessTest : public ServerTest<InProcessService> {
     options.max_receive_message_size = 2 * kLarge;
     ASSERT_NO_FATAL_FAILURE(Connect(options));
   }
+
+  // The handler of a call that ended early saw it end (its wait aborted, the call cancelled),
+  // and the channel still serves.
+  void ExpectTheHandlerSawTheEnd() {
+    ASSERT_TRUE(service_.finished.WaitForNotification());
+    EXPECT_TRUE(service_.wait_aborted.load());
+    EXPECT_TRUE(service_.saw_cancelled.load());
+    EXPECT_TRUE(EmptyCall(*stub_).ok());
+  }
 };
 
 TEST_F(InProcessTest, UnaryCallCarriesMetadataBothWays) {
@@ -272,10 +281,7 @@ TEST_F(InProcessTest, DeadlineExceededReachesTheHandler) {
   call.context.set_timeout(milliseconds(200));
   call.Start(*stub_, 60'000);
   EXPECT_EQ(call.Get().code(), StatusCode::kDeadlineExceeded);
-  ASSERT_TRUE(service_.finished.WaitForNotification());
-  EXPECT_TRUE(service_.wait_aborted.load());
-  EXPECT_TRUE(service_.saw_cancelled.load());
-  EXPECT_TRUE(EmptyCall(*stub_).ok());
+  ExpectTheHandlerSawTheEnd();
 }
 
 TEST_F(InProcessTest, CancelReachesTheHandler) {
@@ -285,10 +291,7 @@ TEST_F(InProcessTest, CancelReachesTheHandler) {
   std::thread canceller([&call] { call.context.TryCancel(); });
   canceller.join();
   EXPECT_EQ(call.Get().code(), StatusCode::kCancelled);
-  ASSERT_TRUE(service_.finished.WaitForNotification());
-  EXPECT_TRUE(service_.wait_aborted.load());
-  EXPECT_TRUE(service_.saw_cancelled.load());
-  EXPECT_TRUE(EmptyCall(*stub_).ok());
+  ExpectTheHandlerSawTheEnd();
 }
 
 TEST_F(InProcessTest, DestroyingTheChannelCancelsItsCalls) {
