@@ -195,7 +195,10 @@ TEST_F(HardeningTest, RapidResetRunsNoMoreHandlersThanTheCap) {
   // The raw client lives in this process too, with its own record of every stream: this bounds
   // server and client together (seen: +5 to +20 MiB from one run to the next, under parallel
   // tests). The server alone, in its own process, is measured by tests/http2/run_probes.sh.
-  EXPECT_LT(rss_after, rss_before + (32u << 20));
+  // Under a sanitizer RSS measures its shadow memory and quarantine (TSan: +32.3 MiB seen).
+  if (!kSanitized) {
+    EXPECT_LT(rss_after, rss_before + (32u << 20));
+  }
   service_.released = true;
   EXPECT_TRUE(GoodCallWorks());
 }
