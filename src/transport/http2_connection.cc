@@ -1,5 +1,7 @@
 #include "src/transport/http2_connection.h"
 
+#include <fcntl.h>
+
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
@@ -61,6 +63,9 @@ Http2Connection::Http2Connection(Socket socket, const Options& options, Http2Han
   last_read_ = std::chrono::steady_clock::now();
   asio::error_code ec;
   socket_.non_blocking(true, ec);
+  // Programs that start other programs must not hand them their connections (a child holding
+  // a server's socket keeps it open after the server closed it).
+  ::fcntl(fd_, F_SETFD, FD_CLOEXEC);
   const auto endpoint = socket_.remote_endpoint(ec);
   peer_ = ec ? "unknown" : PeerName(endpoint);
   const int family = endpoint.data()->sa_family;

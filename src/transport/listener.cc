@@ -1,5 +1,6 @@
 #include "src/transport/listener.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -82,10 +83,15 @@ StatusOr<std::unique_ptr<Listener>> Listener::Create(const Address& address,
   asio::error_code ec;
   asio::generic::stream_protocol::endpoint endpoint;
   if (address.kind == Address::Kind::kUnix) {
-    ::unlink(address.path.c_str());  // a stale socket file from an earlier run
+    const bool abstract = !address.path.empty() && address.path[0] == '\0';
     endpoint = asio::local::stream_protocol::endpoint(address.path);
-    state->unix_path = address.path;
-    state->name = "unix:" + address.path;
+    if (abstract) {
+      state->name = "unix-abstract:" + address.path.substr(1);
+    } else {
+      ::unlink(address.path.c_str());  // a stale socket file from an earlier run
+      state->unix_path = address.path;
+      state->name = "unix:" + address.path;
+    }
   } else {
     asio::ip::tcp::resolver resolver(io);
     auto results = resolver.resolve(address.host, std::to_string(address.port),
@@ -97,6 +103,9 @@ StatusOr<std::unique_ptr<Listener>> Listener::Create(const Address& address,
     endpoint = results.begin()->endpoint();
   }
   state->acceptor.open(endpoint.protocol(), ec);
+  // A child process must not inherit the listening socket (it would keep the port open, and
+  // queue connections nobody serves, after the server stopped).
+  if (!ec) ::fcntl(state->acceptor.native_handle(), F_SETFD, FD_CLOEXEC);
   if (!ec && address.kind == Address::Kind::kTcp) {
     state->acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   }
@@ -105,7 +114,7 @@ StatusOr<std::unique_ptr<Listener>> Listener::Create(const Address& address,
   if (ec) {
     return Status(StatusCode::kUnavailable,
                   "cannot listen on " + (address.kind == Address::Kind::kUnix
-                                             ? "unix:" + address.path
+                                             ? state->name
                                              : address.Authority()) +
                       ": " + ec.message());
   }
