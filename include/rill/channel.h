@@ -1,4 +1,4 @@
-// rill::Channel: a client's connection to one server address.
+// rill::Channel: a client's connection to a service: the servers its target names.
 //
 //   auto channel = rill::Channel::Create("localhost:50051");
 //   helloworld::Greeter::Stub stub(channel);
@@ -7,11 +7,23 @@
 //   auto creds = rill::ChannelCredentials::Tls({.root_certificates = ca_pem});
 //   auto secure = rill::Channel::Create("localhost:50443", *creds);
 //
-// Targets: "host:port", "[v6addr]:port", "unix:/path/to.sock" (also "unix:///abs/path").
-// The channel connects lazily at the first call and reconnects with exponential backoff
-// (1 s initial, ×1.6, jitter 0.2, at most 120 s) when the connection breaks. Calls made while no
-// connection is ready wait for one until their deadline (wait-for-ready semantics) or fail with
-// UNAVAILABLE when a connection attempt fails (fail-fast, the default).
+//   // Spread calls over every address a name resolves to.
+//   rill::ChannelOptions options;
+//   options.load_balancing_policy = "round_robin";
+//   auto spread = rill::Channel::Create("dns:///backends.internal:50051", options);
+//
+// Targets (rill/resolver.h): "host:port" and "dns:///host:port" (resolved off the reactor, again
+// when a connection fails or gets GOAWAY), "ipv4:" and "ipv6:" address lists, "unix:/path",
+// "unix-abstract:name", and schemes of the resolvers given in ChannelOptions::resolvers.
+// Load balancing: "pick_first" (the default: the first address that connects takes every
+// call) or "round_robin" (each call to the next connected address).
+//
+// Connectivity (gRPC's states): a channel is IDLE until its first call (or GetState(true)),
+// CONNECTING while it resolves and connects, READY when calls have a connection,
+// TRANSIENT_FAILURE when every attempt failed (calls fail UNAVAILABLE at once, or wait with
+// wait-for-ready), SHUTDOWN once destroyed. Each address reconnects with exponential backoff
+// (1 s initial, ×1.6, jitter 0.2, at most 120 s). Calls made while no connection is ready wait
+// for one until their deadline.
 //
 // Lifetime: destroying the Channel (its last shared_ptr, often held by stubs) cancels every
 // call still running on it (they complete with CANCELLED) and returns at once, on any thread,
@@ -24,6 +36,7 @@
 #ifndef RILL_CHANNEL_H_
 #define RILL_CHANNEL_H_
 
+#include <asio/async_result.hpp>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +45,7 @@
 #include <string_view>
 #include <vector>
 
+#include "rill/completion.h"
 #include "rill/status_or.h"
 
 namespace rill {
@@ -41,6 +55,7 @@ class CallCredentials;
 class ChannelCredentials;
 class ClientInterceptor;
 class Compressor;
+class ResolverFactory;
 class StatsHandler;
 
 // gzip, deflate and zstd (rill/compression.h).
@@ -50,6 +65,17 @@ class ReactorPool;
 namespace internal {
 class ChannelImpl;
 }  // namespace internal
+
+enum class ConnectivityState : uint8_t {
+  kIdle,
+  kConnecting,
+  kReady,
+  kTransientFailure,
+  kShutdown,
+};
+
+// "IDLE", "CONNECTING", "READY", "TRANSIENT_FAILURE", "SHUTDOWN".
+std::string_view ToString(ConnectivityState state) noexcept;
 
 struct ChannelOptions {
   // Where the channel's connection runs. Null: the channel starts one reactor thread of its own.
@@ -73,8 +99,17 @@ struct ChannelOptions {
   double backoff_jitter = 0.2;
   std::chrono::milliseconds max_backoff{120000};
   std::chrono::milliseconds min_connect_timeout{20000};
-  // Calls wait for a connection instead of failing when an attempt fails.
+  // Calls wait for a connection instead of failing when an attempt fails (a call's context
+  // may say otherwise: ClientContext::set_wait_for_ready).
   bool wait_for_ready = false;
+
+  // "pick_first" or "round_robin"; another name fails Create() with INVALID_ARGUMENT.
+  std::string load_balancing_policy = "pick_first";
+  // Resolvers for more target schemes (rill/resolver.h); they take precedence over the
+  // built-in ones for the same scheme.
+  std::vector<std::shared_ptr<ResolverFactory>> resolvers;
+  // The least time between two resolutions of the target (re-resolution after failures).
+  std::chrono::milliseconds min_resolution_interval{30000};
 
   // Keepalive: after this long without receiving anything the connection sends a PING and is
   // closed if nothing arrives within `keepalive_timeout`. 0 (the default) disables it; values
@@ -134,12 +169,33 @@ class Channel {
   // deadline passed first. On a reactor thread (where it would block) it returns false at once.
   bool WaitForConnected(Clock::time_point deadline);
 
+  // The channel's state; with `try_to_connect`, an IDLE channel starts connecting.
+  [[nodiscard]] ConnectivityState GetState(bool try_to_connect);
+  // Blocks until the state differs from `last_observed` (true) or the deadline passed
+  // (false). On a reactor thread (where it would block) it returns false at once.
+  bool WaitForStateChange(ConnectivityState last_observed, Clock::time_point deadline);
+  // The same without blocking: completes with true once the state differs from
+  // `last_observed`, false when the deadline passed first (or the operation was cancelled
+  // through the token's cancellation slot). Any Asio completion token (rill/completion.h);
+  // the handler runs on its associated executor, never inside the channel's own code.
+  template <typename CompletionToken>
+  auto AsyncWaitForStateChange(ConnectivityState last_observed, Clock::time_point deadline,
+                               CompletionToken&& token) {
+    return asio::async_initiate<CompletionToken, void(bool)>(
+        [this](auto handler, ConnectivityState last, Clock::time_point when) {
+          NotifyOnStateChange(last, when, detail::Completion<void(bool)>(std::move(handler)));
+        },
+        token, last_observed, deadline);
+  }
+
  private:
   // The call paths (rill/client_call.h) reach the implementation.
   friend class ChannelAccess;
   [[nodiscard]] internal::ChannelImpl& impl() noexcept { return *impl_; }
 
   explicit Channel(internal::ChannelImpl* impl);
+  void NotifyOnStateChange(ConnectivityState last_observed, Clock::time_point deadline,
+                           detail::Completion<void(bool)> done);
   internal::ChannelImpl* impl_;  // one reference, dropped by the destructor
 };
 

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -64,6 +65,14 @@ class ClientContext {
   void set_authority(std::string_view authority) { authority_ = authority; }
   [[nodiscard]] std::string_view authority() const noexcept { return authority_; }
 
+  // With wait-for-ready the call waits (until its deadline) for a connection when the channel
+  // is in TRANSIENT_FAILURE, instead of failing UNAVAILABLE at once. Unset: the channel's
+  // ChannelOptions::wait_for_ready.
+  void set_wait_for_ready(bool wait) noexcept { wait_for_ready_ = wait ? 1 : 0; }
+  [[nodiscard]] bool wait_for_ready(bool channel_default) const noexcept {
+    return wait_for_ready_ < 0 ? channel_default : wait_for_ready_ == 1;
+  }
+
   // Cancels the call if it is still running: the server sees RST_STREAM(CANCEL) and the call
   // completes with CANCELLED. Safe from any thread; no effect after completion.
   void TryCancel();
@@ -98,6 +107,7 @@ class ClientContext {
   std::string compression_;
   std::shared_ptr<CallCredentials> credentials_;
   bool response_compressed_ = false;
+  int8_t wait_for_ready_ = -1;  // -1: the channel's default
 
   std::mutex mu_;  // guards call_ and cancelled_ against TryCancel() from other threads
   internal::ClientCall* call_ = nullptr;  // the running call (holds a reference), or null

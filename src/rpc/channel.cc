@@ -18,11 +18,10 @@ StatusOr<std::shared_ptr<Channel>> Channel::Create(std::string_view target,
 StatusOr<std::shared_ptr<Channel>> Channel::Create(
     std::string_view target, std::shared_ptr<ChannelCredentials> credentials,
     ChannelOptions options) {
-  StatusOr<internal::Address> address = internal::ParseAddress(target);
-  if (!address.ok()) return address.status();
-  auto* impl = new internal::ChannelImpl(std::string(target), std::move(*address),
-                                         std::move(options), std::move(credentials));
-  return std::shared_ptr<Channel>(new Channel(impl));
+  StatusOr<internal::ChannelImpl*> impl =
+      internal::ChannelImpl::Create(target, std::move(options), std::move(credentials));
+  if (!impl.ok()) return impl.status();
+  return std::shared_ptr<Channel>(new Channel(*impl));
 }
 
 Channel::Channel(internal::ChannelImpl* impl) : impl_(impl) {}
@@ -40,6 +39,35 @@ const std::string& Channel::target() const noexcept { return impl_->target(); }
 
 bool Channel::WaitForConnected(Clock::time_point deadline) {
   return impl_->WaitForConnected(deadline);
+}
+
+ConnectivityState Channel::GetState(bool try_to_connect) {
+  return impl_->GetState(try_to_connect);
+}
+
+bool Channel::WaitForStateChange(ConnectivityState last_observed, Clock::time_point deadline) {
+  return impl_->WaitForStateChange(last_observed, deadline);
+}
+
+void Channel::NotifyOnStateChange(ConnectivityState last_observed, Clock::time_point deadline,
+                                  detail::Completion<void(bool)> done) {
+  impl_->NotifyOnStateChange(last_observed, deadline, std::move(done));
+}
+
+std::string_view ToString(ConnectivityState state) noexcept {
+  switch (state) {
+    case ConnectivityState::kIdle:
+      return "IDLE";
+    case ConnectivityState::kConnecting:
+      return "CONNECTING";
+    case ConnectivityState::kReady:
+      return "READY";
+    case ConnectivityState::kTransientFailure:
+      return "TRANSIENT_FAILURE";
+    case ConnectivityState::kShutdown:
+      return "SHUTDOWN";
+  }
+  return "UNKNOWN";
 }
 
 namespace detail {

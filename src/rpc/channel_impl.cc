@@ -1,7 +1,5 @@
 #include "src/rpc/channel_impl.h"
 
-#include <asio/connect.hpp>
-#include <asio/local/stream_protocol.hpp>
 #include <asio/post.hpp>
 
 #include "rill/log.h"
@@ -9,6 +7,9 @@
 #include "src/rpc/client_transport.h"
 #include "src/rpc/codec.h"
 #include "src/rpc/in_process_acceptor.h"
+#include "src/rpc/resolvers.h"
+#include "src/rpc/subchannel.h"
+#include "src/transport/address.h"
 #include "src/transport/tls_context.h"
 
 namespace rill::internal {
@@ -24,45 +25,108 @@ asio::io_context& ReactorFor(const ChannelOptions& options, std::unique_ptr<Reac
 
 }  // namespace
 
+// Hands a resolver's results (from any thread) to the channel's reactor until the channel
+// closes.
+class ChannelImpl::ResolverSink final : public ResolverListener {
+ public:
+  explicit ResolverSink(ChannelImpl* channel) : channel_(channel) {}
+
+  void OnResult(ResolverResult result) override {
+    std::lock_guard lock(mu_);
+    if (channel_ == nullptr) return;
+    asio::post(channel_->io_context(), [channel = channel_, result = std::move(result),
+                                        holder = channel_->gate().Enter()]() mutable {
+      channel->OnResolverResult(std::move(result));
+    });
+  }
+
+  // On the reactor, before the channel's gate closes: later results go nowhere.
+  void Detach() {
+    std::lock_guard lock(mu_);
+    channel_ = nullptr;
+  }
+
+ private:
+  std::mutex mu_;
+  ChannelImpl* channel_;  // guarded by mu_
+};
+
+struct ChannelImpl::StateWatcher {
+  explicit StateWatcher(asio::io_context& io_context) : timer(io_context) {}
+  ConnectivityState last_observed = ConnectivityState::kIdle;
+  asio::steady_timer timer;
+  detail::Completion<void(bool)> done;
+};
+
 ChannelImpl::OwnedReactors::~OwnedReactors() { ReleaseReactorPool(std::move(pool)); }
 
-ChannelImpl::ChannelImpl(std::string target, Address address, ChannelOptions options,
+ChannelImpl::ChannelImpl(std::string target, ChannelOptions options,
                          std::shared_ptr<ChannelCredentials> credentials)
     : target_(std::move(target)),
-      address_(std::move(address)),
       options_(std::move(options)),
       io_context_(&ReactorFor(options_, owned_.pool)),
       pool_(options_.buffer_pool != nullptr ? options_.buffer_pool : &DefaultBufferPool()),
       compressors_(options_.compressors),
       credentials_(std::move(credentials)),
-      resolver_(*io_context_),
-      connect_timer_(*io_context_),
-      backoff_timer_(*io_context_),
+      resolution_timer_(*io_context_),
       reactor_ref_(this) {
   keepalive_time_ = options_.keepalive_time;
-  std::string_view name_override;
-  if (credentials_ != nullptr && credentials_->secure()) {
-    tls_ = CredentialsAccess::Context(*credentials_);
-    name_override = credentials_->server_name_override();
-    tls_verify_name_ = !name_override.empty()                  ? std::string(name_override)
-                       : address_.kind == Address::Kind::kUnix ? std::string("localhost")
-                                                               : address_.host;
-  }
-  authority_ = !options_.authority.empty() ? options_.authority
-               : !name_override.empty()    ? std::string(name_override)
-                                           : address_.Authority();
   user_agent_ = options_.user_agent_prefix.empty()
                     ? std::string(kRillUserAgent)
                     : options_.user_agent_prefix + " " + std::string(kRillUserAgent);
   channelz_.name = target_;
   channelz_.target = target_;
-  subchannel_.name = target_;
-  subchannel_.target = target_;
   channelz::Registry::Get().Register(channelz_);
-  channelz::Registry::Get().Register(subchannel_, &channelz_);
 }
 
 ChannelImpl::~ChannelImpl() = default;
+
+StatusOr<ChannelImpl*> ChannelImpl::Create(std::string_view target, ChannelOptions options,
+                                           std::shared_ptr<ChannelCredentials> credentials) {
+  auto* impl = new ChannelImpl(std::string(target), std::move(options), std::move(credentials));
+  Status status = impl->Init(target);
+  if (!status.ok()) {
+    impl->Close(/*wait=*/ReactorPool::Current() == nullptr);
+    impl->Unref();
+    return status;
+  }
+  return impl;
+}
+
+ChannelImpl* ChannelImpl::CreateInProcess(ChannelOptions options,
+                                          std::shared_ptr<InProcessAcceptor> acceptor) {
+  auto* impl = new ChannelImpl("inprocess", std::move(options), /*credentials=*/nullptr);
+  impl->in_process_ = std::move(acceptor);
+  impl->lb_ = MakeLoadBalancer("pick_first", *impl, *impl->io_context_);
+  impl->sink_ = std::make_shared<ResolverSink>(impl);
+  // One placeholder address: the subchannel connects through the acceptor instead.
+  impl->resolver_ = MakeFixedResolver({"unix:/inprocess"}, impl->sink_);
+  impl->authority_ = !impl->options_.authority.empty() ? impl->options_.authority : "inprocess";
+  return impl;
+}
+
+Status ChannelImpl::Init(std::string_view target) {
+  lb_ = MakeLoadBalancer(options_.load_balancing_policy, *this, *io_context_);
+  if (lb_ == nullptr) {
+    return Status(StatusCode::kInvalidArgument,
+                  "unknown load-balancing policy \"" + options_.load_balancing_policy + "\"");
+  }
+  sink_ = std::make_shared<ResolverSink>(this);
+  StatusOr<TargetResolver> resolved =
+      MakeTargetResolver(target, options_.resolvers, *io_context_, sink_);
+  if (!resolved.ok()) return resolved.status();
+  resolver_ = std::move(resolved->resolver);
+  std::string_view name_override;
+  if (credentials_ != nullptr && credentials_->secure()) {
+    tls_ = CredentialsAccess::Context(*credentials_);
+    name_override = credentials_->server_name_override();
+    tls_verify_name_ = !name_override.empty() ? std::string(name_override) : resolved->tls_name;
+  }
+  authority_ = !options_.authority.empty() ? options_.authority
+               : !name_override.empty()    ? std::string(name_override)
+                                           : resolved->authority;
+  return Status();
+}
 
 void ChannelImpl::Close(bool wait) {
   {
@@ -78,20 +142,18 @@ void ChannelImpl::Close(bool wait) {
 }
 
 void ChannelImpl::CloseOnReactor() {
-  SetState(State::kShutdown);
-  asio::error_code ignored;
-  resolver_.cancel();
-  connect_timer_.cancel();
-  backoff_timer_.cancel();
-  if (connecting_socket_) connecting_socket_->close(ignored);
+  SetState(ConnectivityState::kShutdown);
+  if (sink_ != nullptr) sink_->Detach();
+  resolver_.reset();
+  resolution_timer_.cancel();
   std::vector<ClientCall*> waiting;
   waiting.swap(waiting_);
   for (ClientCall* call : waiting) call->Fail(Status(StatusCode::kCancelled, "channel closed"));
+  if (lb_ != nullptr) lb_->Shutdown();
   // Closing a connection ends its calls with CANCELLED (ClientCall::OnConnectionLost).
-  for (const auto& transport : transports_) {
-    transport->Close(Status(StatusCode::kCancelled, "channel closed"));
+  for (const auto& subchannel : subchannels_) {
+    subchannel->Shutdown(Status(StatusCode::kCancelled, "channel closed"));
   }
-  transport_ = nullptr;
   // Once nothing runs on the reactor for this channel any more, its own reference goes, from a
   // fresh handler (the last hold may be released deep inside a call's code).
   gate_.Close([this] {
@@ -108,19 +170,23 @@ void ChannelImpl::CloseOnReactor() {
   });
 }
 
-void ChannelImpl::SetState(State state) {
+void ChannelImpl::SetState(ConnectivityState state) {
+  if (state == state_) return;
   state_ = state;
-  using rill::channelz::ConnectivityState;
-  const ConnectivityState shown = state == State::kIdle         ? ConnectivityState::kIdle
-                                  : state == State::kConnecting ? ConnectivityState::kConnecting
-                                  : state == State::kReady      ? ConnectivityState::kReady
-                                  : state == State::kBackoff ? ConnectivityState::kTransientFailure
-                                                             : ConnectivityState::kShutdown;
-  channelz_.SetState(shown);
-  subchannel_.SetState(shown);
-  std::lock_guard lock(state_mu_);
-  published_state_ = state;
-  state_cv_.notify_all();
+  channelz_.SetState(ChannelzState(state));
+  {
+    std::lock_guard lock(state_mu_);
+    published_state_ = state;
+    state_cv_.notify_all();
+  }
+  // Watchers hear of it from fresh handlers: this may run inside a connection's callbacks.
+  std::list<std::unique_ptr<StateWatcher>> watchers;
+  watchers.swap(watchers_);
+  for (auto& watcher : watchers) {
+    asio::post(*io_context_, [done = std::move(watcher->done), holder = gate_.Enter()]() mutable {
+      done(true);
+    });
+  }
 }
 
 void ChannelImpl::StartUnary(const MethodDescriptor& method, ClientContext& context,
@@ -181,199 +247,218 @@ void ChannelImpl::OnCallDone(ClientCall* call) {
 }
 
 void ChannelImpl::Dispatch(ClientCall* call) {
-  if (call->NeedsCredentials() && state_ != State::kShutdown) {
+  if (call->NeedsCredentials() && !closed()) {
     call->ApplyCredentials();  // dispatches again once the plugin answered
     return;
   }
-  switch (state_) {
-    case State::kShutdown:
-      call->Fail(Status(StatusCode::kCancelled, "channel closed"));
-      return;
-    case State::kReady:
-      if (transport_ != nullptr && transport_->accepting_calls()) {
-        call->StartOn(*transport_);
-        return;
-      }
-      SetState(State::kIdle);
-      transport_ = nullptr;
-      break;
-    case State::kBackoff:
-      if (!options_.wait_for_ready) {
-        call->Fail(Status(StatusCode::kUnavailable, "failed to connect to " + target_ + ": " +
-                                                        std::string(last_failure_.message())));
-        return;
-      }
-      break;
-    case State::kIdle:
-    case State::kConnecting:
-      break;
+  if (closed()) {
+    call->Fail(Status(StatusCode::kCancelled, "channel closed"));
+    return;
   }
+  if (TryPick(call)) return;
   waiting_.push_back(call);
-  if (state_ == State::kIdle) Connect();
+  if (state_ == ConnectivityState::kIdle) ExitIdle();
 }
 
-void ChannelImpl::Connect() {
-  SetState(State::kConnecting);
-  const uint64_t attempt = ++connect_attempt_;
-  if (in_process_ != nullptr) {
-    // Completes from a fresh handler, as a socket's connect would: the caller may be a call
-    // being dispatched, which a failure completes.
-    asio::post(*io_context_, [this, attempt, holder = gate_.Enter()] {
-      if (attempt != connect_attempt_ || state_ != State::kConnecting) return;
-      StatusOr<PipeEnd> pipe = in_process_->Connect();
-      if (!pipe.ok()) {
-        OnConnectFailed(pipe.status());
+bool ChannelImpl::TryPick(ClientCall* call) {
+  if (ClientTransport* transport = lb_->Pick()) {
+    call->StartOn(*transport);
+    return true;
+  }
+  if (state_ == ConnectivityState::kTransientFailure && !call->wait_for_ready()) {
+    call->Fail(Status(StatusCode::kUnavailable, "failed to connect to " + target_ + ": " +
+                                                    std::string(failure_.message())));
+    return true;
+  }
+  return false;
+}
+
+void ChannelImpl::ProcessWaiting() {
+  if (processing_waiting_) {
+    reprocess_waiting_ = true;
+    return;
+  }
+  processing_waiting_ = true;
+  do {
+    reprocess_waiting_ = false;
+    std::vector<ClientCall*> waiting;
+    waiting.swap(waiting_);
+    for (ClientCall* call : waiting) {
+      if (closed()) {
+        call->Fail(Status(StatusCode::kCancelled, "channel closed"));
+      } else if (!TryPick(call)) {
+        waiting_.push_back(call);
+      }
+    }
+  } while (reprocess_waiting_);
+  processing_waiting_ = false;
+}
+
+void ChannelImpl::ExitIdle() {
+  if (closed()) return;
+  if (!have_addresses_) {
+    SetState(ConnectivityState::kConnecting);
+    Resolve();
+    return;
+  }
+  lb_->ExitIdle();
+}
+
+void ChannelImpl::Resolve() {
+  if (closed() || resolver_ == nullptr) return;
+  last_resolution_ = std::chrono::steady_clock::now();
+  resolver_->Resolve();
+}
+
+void ChannelImpl::RequestReresolution() {
+  if (closed() || resolution_scheduled_) return;
+  const auto next = last_resolution_ + options_.min_resolution_interval;
+  if (std::chrono::steady_clock::now() >= next) {
+    Resolve();
+    return;
+  }
+  resolution_scheduled_ = true;
+  resolution_timer_.expires_at(next);
+  resolution_timer_.async_wait([this, holder = gate_.Enter()](const asio::error_code& ec) {
+    resolution_scheduled_ = false;
+    if (!ec) Resolve();
+  });
+}
+
+void ChannelImpl::OnResolverResult(ResolverResult result) {
+  if (closed()) return;
+  std::vector<asio::generic::stream_protocol::endpoint> endpoints;
+  if (result.status.ok()) {
+    for (const std::string& address : result.addresses) {
+      StatusOr<asio::generic::stream_protocol::endpoint> endpoint =
+          ParseNumericEndpoint(address);
+      if (!endpoint.ok()) {
+        result.status = Status(StatusCode::kUnavailable,
+                               "the resolver returned a bad address: " +
+                                   std::string(endpoint.status().message()));
+        break;
+      }
+      endpoints.push_back(std::move(*endpoint));
+    }
+  }
+  if (!result.status.ok()) {
+    // The addresses the policy has stay; without any, calls fail (or wait) and the name is
+    // resolved again later.
+    if (!have_addresses_) {
+      UpdateState(ConnectivityState::kTransientFailure,
+                  Status(StatusCode::kUnavailable, std::string(result.status.message())));
+      RequestReresolution();
+    }
+    return;
+  }
+  have_addresses_ = true;
+  lb_->UpdateAddresses(endpoints);
+}
+
+Subchannel* ChannelImpl::AcquireSubchannel(const asio::generic::stream_protocol::endpoint& endpoint) {
+  for (const auto& subchannel : subchannels_) {
+    if (subchannel->endpoint() == endpoint) {
+      subchannel->AddUse();
+      return subchannel.get();
+    }
+  }
+  subchannels_.push_back(std::make_unique<Subchannel>(*this, endpoint));
+  subchannels_.back()->AddUse();
+  return subchannels_.back().get();
+}
+
+void ChannelImpl::ReleaseSubchannel(Subchannel* subchannel) {
+  subchannel->DropUse();
+  if (subchannel->finished()) {
+    // Never destroyed inside its own callbacks, which may be what led here.
+    asio::post(*io_context_, [this, subchannel, holder = gate_.Enter()] {
+      if (subchannel->finished()) OnSubchannelFinished(subchannel);
+    });
+  }
+}
+
+void ChannelImpl::OnSubchannelFinished(Subchannel* subchannel) {
+  if (closed()) return;  // the channel's destructor takes them all
+  std::erase_if(subchannels_, [subchannel](const auto& s) { return s.get() == subchannel; });
+}
+
+void ChannelImpl::OnSubchannelState(Subchannel& subchannel) {
+  if (closed()) return;
+  lb_->OnSubchannelState(subchannel);
+}
+
+void ChannelImpl::UpdateState(ConnectivityState state, const Status& failure) {
+  if (closed()) return;
+  if (state == ConnectivityState::kTransientFailure) failure_ = failure;
+  if (state == ConnectivityState::kReady) want_connection_ = false;
+  SetState(state);
+  if (state == ConnectivityState::kIdle && (!waiting_.empty() || want_connection_)) ExitIdle();
+  // The queued calls are picked for again from a fresh handler: this may run inside a
+  // connection's callbacks, where no call may complete.
+  if (!waiting_.empty() && !waiting_posted_) {
+    waiting_posted_ = true;
+    asio::post(*io_context_, [this, holder = gate_.Enter()] {
+      waiting_posted_ = false;
+      ProcessWaiting();
+    });
+  }
+}
+
+ConnectivityState ChannelImpl::GetState(bool try_to_connect) {
+  ConnectivityState state;
+  {
+    std::lock_guard lock(state_mu_);
+    state = published_state_;
+  }
+  if (try_to_connect && state == ConnectivityState::kIdle) {
+    asio::post(*io_context_, [this, holder = gate_.Enter()] {
+      if (state_ != ConnectivityState::kIdle) return;
+      want_connection_ = true;
+      ExitIdle();
+    });
+  }
+  return state;
+}
+
+bool ChannelImpl::WaitForStateChange(ConnectivityState last_observed,
+                                     std::chrono::steady_clock::time_point deadline) {
+  if (ReactorPool::Current() != nullptr) {
+    Log(LogSeverity::kError,
+        "Channel::WaitForStateChange() on a reactor thread would stall it; it returns false");
+    return false;
+  }
+  std::unique_lock lock(state_mu_);
+  return state_cv_.wait_until(lock, deadline,
+                              [&] { return published_state_ != last_observed; });
+}
+
+void ChannelImpl::NotifyOnStateChange(ConnectivityState last_observed,
+                                      std::chrono::steady_clock::time_point deadline,
+                                      detail::Completion<void(bool)> done) {
+  asio::post(*io_context_, [this, last_observed, deadline, done = std::move(done),
+                            holder = gate_.Enter()]() mutable {
+    if (state_ != last_observed) {
+      asio::post(*io_context_, [done = std::move(done), holder = gate_.Enter()]() mutable {
+        done(true);
+      });
+      return;
+    }
+    auto watcher = std::make_unique<StateWatcher>(*io_context_);
+    watcher->last_observed = last_observed;
+    watcher->done = std::move(done);
+    StateWatcher* raw = watcher.get();
+    watchers_.push_back(std::move(watcher));
+    raw->timer.expires_at(deadline);
+    raw->timer.async_wait([this, raw, holder = gate_.Enter()](const asio::error_code& ec) {
+      if (ec) return;  // the state changed first (and the watcher is gone)
+      for (auto it = watchers_.begin(); it != watchers_.end(); ++it) {
+        if (it->get() != raw) continue;
+        detail::Completion<void(bool)> expired = std::move(raw->done);
+        watchers_.erase(it);
+        expired(false);
         return;
       }
-      OnConnected(std::move(*pipe));
     });
-    return;
-  }
-  connect_timer_.expires_after(options_.min_connect_timeout);
-  connect_timer_.async_wait([this, attempt, holder = gate_.Enter()](const asio::error_code& ec) {
-    if (!ec && attempt == connect_attempt_ && state_ == State::kConnecting && connecting_socket_) {
-      asio::error_code ignored;
-      connecting_socket_->close(ignored);  // the pending connect completes with an error
-    }
-  });
-  endpoints_.clear();
-  if (address_.kind == Address::Kind::kUnix) {
-    endpoints_.push_back(asio::local::stream_protocol::endpoint(address_.path));
-    ConnectNext(attempt, 0);
-    return;
-  }
-  resolver_.async_resolve(
-      address_.host, std::to_string(address_.port),
-      [this, attempt, holder = gate_.Enter()](const asio::error_code& ec,
-                                              asio::ip::tcp::resolver::results_type results) {
-        if (attempt != connect_attempt_ || state_ != State::kConnecting) return;
-        if (ec || results.empty()) {
-          connect_timer_.cancel();
-          OnConnectFailed(Status(StatusCode::kUnavailable,
-                                 "cannot resolve " + address_.host + ": " + ec.message()));
-          return;
-        }
-        std::vector<asio::generic::stream_protocol::endpoint> endpoints;
-        for (const auto& entry : results) endpoints.emplace_back(entry.endpoint());
-        endpoints_ = InterleaveFamilies(std::move(endpoints));
-        ConnectNext(attempt, 0);
-      });
-}
-
-// Tries endpoints_[index], then the next ones in turn until one connects.
-void ChannelImpl::ConnectNext(uint64_t attempt, size_t index) {
-  connecting_socket_ = std::make_unique<asio::generic::stream_protocol::socket>(*io_context_);
-  connecting_socket_->async_connect(
-      endpoints_[index],
-      [this, attempt, index, holder = gate_.Enter()](const asio::error_code& ec) {
-        if (attempt != connect_attempt_ || state_ != State::kConnecting) return;
-        if (ec) {
-          // The connect timer closes the socket when the whole attempt took too long: that
-          // ends the attempt rather than moving on.
-          const bool timed_out = !connecting_socket_->is_open();
-          if (!timed_out && index + 1 < endpoints_.size()) {
-            ConnectNext(attempt, index + 1);
-            return;
-          }
-          connect_timer_.cancel();
-          std::string message =
-              endpoints_.size() > 1
-                  ? "no address of " + address_.host + " accepted a connection (last: " +
-                        ec.message() + ")"
-                  : ec.message();
-          OnConnectFailed(Status(StatusCode::kUnavailable, std::move(message)));
-          return;
-        }
-        connect_timer_.cancel();
-        OnConnected(std::move(*connecting_socket_));
-        connecting_socket_.reset();
-      });
-}
-
-void ChannelImpl::OnConnected(asio::generic::stream_protocol::socket socket) {
-  StartTransport(std::make_unique<ClientTransport>(*this, std::move(socket), gate_.Enter()));
-}
-
-void ChannelImpl::OnConnected(PipeEnd pipe) {
-  StartTransport(std::make_unique<ClientTransport>(*this, std::move(pipe), gate_.Enter()));
-}
-
-void ChannelImpl::StartTransport(std::unique_ptr<ClientTransport> transport) {
-  transports_.push_back(std::move(transport));
-  transport_ = transports_.back().get();
-  transport_->Start();
-  // A TLS connection is ready once its handshake is done (OnTransportReady); until then calls
-  // keep waiting and a failure counts as a failed attempt (OnTransportDone).
-  if (!secure()) OnTransportReady(transport_);
-}
-
-void ChannelImpl::OnTransportReady(ClientTransport* transport) {
-  if (transport != transport_ || state_ != State::kConnecting) return;
-  SetState(State::kReady);
-  want_connection_ = false;
-  current_backoff_ = std::chrono::milliseconds(0);
-  std::vector<ClientCall*> waiting;
-  waiting.swap(waiting_);
-  for (ClientCall* call : waiting) call->StartOn(*transport_);
-}
-
-void ChannelImpl::OnConnectFailed(const Status& status) {
-  last_failure_ = status;
-  connecting_socket_.reset();
-  SetState(State::kBackoff);
-  std::vector<ClientCall*> waiting;
-  waiting.swap(waiting_);
-  for (ClientCall* call : waiting) {
-    if (options_.wait_for_ready) {
-      waiting_.push_back(call);
-    } else {
-      call->Fail(Status(StatusCode::kUnavailable,
-                        "failed to connect to " + target_ + ": " + std::string(status.message())));
-    }
-  }
-  ScheduleReconnect();
-}
-
-std::chrono::milliseconds ChannelImpl::NextBackoff() {
-  if (current_backoff_.count() == 0) {
-    current_backoff_ = options_.initial_backoff;
-  } else {
-    current_backoff_ = std::min(
-        options_.max_backoff,
-        std::chrono::milliseconds(static_cast<int64_t>(
-            static_cast<double>(current_backoff_.count()) * options_.backoff_multiplier)));
-  }
-  std::uniform_real_distribution<double> jitter(-options_.backoff_jitter, options_.backoff_jitter);
-  return std::chrono::milliseconds(
-      static_cast<int64_t>(static_cast<double>(current_backoff_.count()) * (1 + jitter(rng_))));
-}
-
-void ChannelImpl::ScheduleReconnect() {
-  backoff_timer_.expires_after(NextBackoff());
-  backoff_timer_.async_wait([this, holder = gate_.Enter()](const asio::error_code& ec) {
-    if (ec || state_ != State::kBackoff) return;
-    SetState(State::kIdle);
-    if (!waiting_.empty() || want_connection_) Connect();
-  });
-}
-
-void ChannelImpl::OnTransportGoaway(ClientTransport* transport) {
-  if (transport == transport_) {
-    transport_ = nullptr;
-    if (state_ == State::kReady) SetState(State::kIdle);
-  }
-}
-
-void ChannelImpl::OnTransportDone(ClientTransport* transport, const Status& reason) {
-  if (transport == transport_) {
-    transport_ = nullptr;
-    if (state_ == State::kReady) SetState(State::kIdle);
-    // The TLS handshake failed: a failed connection attempt.
-    if (state_ == State::kConnecting) OnConnectFailed(reason);
-  }
-  // Called from the transport's own callback: it is destroyed from a fresh handler.
-  asio::post(*io_context_, [this, transport, holder = gate_.Enter()] {
-    std::erase_if(transports_, [transport](const auto& t) { return t.get() == transport; });
   });
 }
 
@@ -385,12 +470,13 @@ bool ChannelImpl::WaitForConnected(std::chrono::steady_clock::time_point deadlin
   }
   asio::post(*io_context_, [this, holder = gate_.Enter()] {
     want_connection_ = true;
-    if (state_ == State::kIdle) Connect();
+    if (state_ == ConnectivityState::kIdle) ExitIdle();
   });
   std::unique_lock lock(state_mu_);
   return state_cv_.wait_until(lock, deadline, [this] {
-    return published_state_ == State::kReady || published_state_ == State::kShutdown;
-  }) && published_state_ == State::kReady;
+    return published_state_ == ConnectivityState::kReady ||
+           published_state_ == ConnectivityState::kShutdown;
+  }) && published_state_ == ConnectivityState::kReady;
 }
 
 }  // namespace rill::internal

@@ -1,10 +1,11 @@
-// ChannelImpl: a client channel's connection management and call dispatch.
+// ChannelImpl: a client channel: its resolver, load-balancing policy, subchannels and calls.
 //
-// One channel keeps at most one ready connection (a ClientTransport) to its target. It connects
-// on the first call, trying every address the target resolves to (families interleaved), queues
-// calls until the connection is ready, fails them (or keeps them, with wait_for_ready) when a
-// connection attempt fails, and reconnects with exponential backoff. A connection that received
-// GOAWAY finishes its calls while new calls go to a new connection.
+// The channel is IDLE until its first call (or a request to connect). Leaving IDLE starts the
+// resolver; each result goes to the load-balancing policy, which connects subchannels (one per
+// address) and reports the channel's state. Calls go to the connection the policy picks; while
+// there is none they wait in a queue, which is retried at every state change: calls fail
+// UNAVAILABLE in TRANSIENT_FAILURE unless they wait for ready. Connections that fail or receive
+// GOAWAY ask for re-resolution, at most once per min_resolution_interval.
 //
 // Ownership (docs/ownership.md): RefCounted. The user's Channel holds one reference, each
 // streaming call's user object another, and the reactor side one of its own: everything the
@@ -14,17 +15,18 @@
 // until it is dropped. An owned reactor thread is joined by whoever drops the last reference,
 // or left to end by itself when that happens on a reactor thread.
 //
-// Thread safety: StartUnary(), StartStream(), WaitForConnected() and Close() may be called from
-// any thread; everything else runs on the channel's reactor.
+// Thread safety: StartUnary(), StartStream(), WaitForConnected(), GetState(),
+// WaitForStateChange(), NotifyOnStateChange() and Close() may be called from any thread;
+// everything else runs on the channel's reactor.
 #ifndef RILL_SRC_RPC_CHANNEL_IMPL_H_
 #define RILL_SRC_RPC_CHANNEL_IMPL_H_
 
 #include <asio/generic/stream_protocol.hpp>
 #include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
 #include <condition_variable>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -39,8 +41,9 @@
 #include "src/base/channelz.h"
 #include "src/base/gate.h"
 #include "src/base/ref_counted.h"
+#include "rill/resolver.h"
 #include "src/rpc/compressor_set.h"
-#include "src/transport/address.h"
+#include "src/rpc/load_balancer.h"
 
 namespace rill {
 
@@ -62,14 +65,19 @@ class ClientCall;
 class ClientTransport;
 class InProcessAcceptor;
 class PipeEnd;
+class Subchannel;
 class TlsContext;
 
-class ChannelImpl : public RefCounted<ChannelImpl> {
+class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper {
  public:
-  // The caller owns the first reference (RefPtr::Adopt).
-  ChannelImpl(std::string target, Address address, ChannelOptions options,
-              std::shared_ptr<ChannelCredentials> credentials);
-  ~ChannelImpl();
+  // A channel to `target` (rill/resolver.h), or INVALID_ARGUMENT for a malformed target or an
+  // unknown load-balancing policy. The caller owns the first reference.
+  static StatusOr<ChannelImpl*> Create(std::string_view target, ChannelOptions options,
+                                       std::shared_ptr<ChannelCredentials> credentials);
+  // An in-process channel: connections go to `acceptor`'s server through memory.
+  static ChannelImpl* CreateInProcess(ChannelOptions options,
+                                      std::shared_ptr<InProcessAcceptor> acceptor);
+  virtual ~ChannelImpl();
   void OnLastUnref() { delete this; }
 
   [[nodiscard]] const std::string& target() const noexcept { return target_; }
@@ -84,16 +92,14 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
   [[nodiscard]] const std::string& user_agent() const noexcept { return user_agent_; }
   [[nodiscard]] const CompressorSet& compressors() const noexcept { return compressors_; }
   [[nodiscard]] bool OnReactor() const noexcept { return ReactorPool::Current() == io_context_; }
-  // The channel and its one subchannel (the connections to its target) as channelz shows them;
-  // their counters are written on the reactor.
+  // The channel as channelz shows it (its subchannels are listed under it); the counters are
+  // written on the reactor.
   [[nodiscard]] channelz::ChannelNode& channelz() noexcept { return channelz_; }
-  [[nodiscard]] channelz::ChannelNode& channelz_subchannel() noexcept { return subchannel_; }
-
-  // Makes this an in-process channel: connections go to `acceptor`'s server through memory
-  // instead of to the target's address. Called once, right after construction.
-  void ConnectInProcess(std::shared_ptr<InProcessAcceptor> acceptor) {
-    in_process_ = std::move(acceptor);
+  // Null unless this is an in-process channel.
+  [[nodiscard]] const std::shared_ptr<InProcessAcceptor>& in_process() const noexcept {
+    return in_process_;
   }
+  [[nodiscard]] std::minstd_rand& rng() noexcept { return rng_; }
 
   // Starts a unary call (from any thread). The request is serialized before this returns.
   void StartUnary(const MethodDescriptor& method, ClientContext& context,
@@ -106,6 +112,13 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
 
   // Blocks until connected or the deadline passes; false at once on a reactor thread.
   bool WaitForConnected(std::chrono::steady_clock::time_point deadline);
+  // Connectivity (rill/channel.h).
+  ConnectivityState GetState(bool try_to_connect);
+  bool WaitForStateChange(ConnectivityState last_observed,
+                          std::chrono::steady_clock::time_point deadline);
+  void NotifyOnStateChange(ConnectivityState last_observed,
+                           std::chrono::steady_clock::time_point deadline,
+                           detail::Completion<void(bool)> done);
 
   // The user's Channel is gone: every call still running is cancelled (CANCELLED), connections
   // are closed, queued calls fail. With `wait` (never on a reactor thread) returns once that is
@@ -115,19 +128,20 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
 
   // Reactor side.
   [[nodiscard]] Gate& gate() noexcept { return gate_; }
-  [[nodiscard]] bool closed() const noexcept { return state_ == State::kShutdown; }
+  [[nodiscard]] bool closed() const noexcept { return state_ == ConnectivityState::kShutdown; }
   // A pooled call object for a unary call (its one reference is the caller's).
   ClientCall* AcquireCall();
   // A unary call's last reference went: back to the pool.
   void RecycleCall(ClientCall* call);
   // A call's work on the reactor is over (it completed and let go of the gate).
   void OnCallDone(ClientCall* call);
-  // Routes an admitted call to the ready connection, or queues it until there is one.
+  // Routes an admitted call to the connection the policy picks, or queues it until there is
+  // one (or fails it, in TRANSIENT_FAILURE without wait-for-ready).
   void Dispatch(ClientCall* call);
-  void OnTransportGoaway(ClientTransport* transport);
-  // A TLS connection finished its handshake: calls may go to it.
-  void OnTransportReady(ClientTransport* transport);
-  void OnTransportDone(ClientTransport* transport, const Status& reason);
+  // From the subchannels.
+  void OnSubchannelState(Subchannel& subchannel);
+  // The subchannel has no use and no connection left: it is destroyed (from a fresh handler).
+  void OnSubchannelFinished(Subchannel* subchannel);
   // The server said our keepalive pings come too often: halve their rate.
   void OnTooManyPings() { keepalive_time_ *= 2; }
   [[nodiscard]] std::chrono::milliseconds keepalive_time() const noexcept {
@@ -135,7 +149,8 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
   }
 
  private:
-  enum class State : uint8_t { kIdle, kConnecting, kReady, kBackoff, kShutdown };
+  class ResolverSink;
+  struct StateWatcher;
 
   // Joins (or abandons, on a reactor thread) an owned reactor pool; declared first, so it is
   // destroyed after every member that uses the pool's io_context.
@@ -144,23 +159,32 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
     ~OwnedReactors();
   };
 
-  void SetState(State state);
-  void Connect();
-  void ConnectNext(uint64_t attempt, size_t index);
-  void OnConnected(asio::generic::stream_protocol::socket socket);
-  void OnConnected(PipeEnd pipe);
-  void StartTransport(std::unique_ptr<ClientTransport> transport);
-  void OnConnectFailed(const Status& status);
-  void ScheduleReconnect();
-  std::chrono::milliseconds NextBackoff();
+  ChannelImpl(std::string target, ChannelOptions options,
+              std::shared_ptr<ChannelCredentials> credentials);
+  // Sets the resolver up and names the authority; INVALID_ARGUMENT for a bad target or policy.
+  Status Init(std::string_view target);
+
+  // LoadBalancer::Helper.
+  Subchannel* AcquireSubchannel(const asio::generic::stream_protocol::endpoint& endpoint) override;
+  void ReleaseSubchannel(Subchannel* subchannel) override;
+  void UpdateState(ConnectivityState state, const Status& failure) override;
+  void RequestReresolution() override;
+
+  void SetState(ConnectivityState state);
+  // Calls are waiting (or a connection was asked for): resolve, or wake the policy.
+  void ExitIdle();
+  void Resolve();
+  void OnResolverResult(ResolverResult result);
+  // Picks for the queued calls again (the policy's state or picks changed).
+  void ProcessWaiting();
+  // A call that has no connection yet: started, failed or left queued (false).
+  bool TryPick(ClientCall* call);
   void CloseOnReactor();
 
   OwnedReactors owned_;
-  // Before the connections, which register under subchannel_.
+  // Before the subchannels, which register under it.
   channelz::ChannelNode channelz_{/*subchannel=*/false};
-  channelz::ChannelNode subchannel_{/*subchannel=*/true};
   const std::string target_;
-  const Address address_;
   ChannelOptions options_;
   asio::io_context* io_context_;
   BufferPool* pool_;
@@ -169,31 +193,35 @@ class ChannelImpl : public RefCounted<ChannelImpl> {
   CompressorSet compressors_;
   std::shared_ptr<ChannelCredentials> credentials_;
   std::shared_ptr<TlsContext> tls_;  // null: plaintext
-  std::shared_ptr<InProcessAcceptor> in_process_;  // null: connect to address_
+  std::shared_ptr<InProcessAcceptor> in_process_;  // null: connect to the resolved addresses
   std::string tls_verify_name_;
 
-  // Published connectivity, for WaitForConnected().
+  // Published connectivity, for GetState() and the waits.
   std::mutex state_mu_;
   std::condition_variable state_cv_;
-  State published_state_ = State::kIdle;  // guarded by state_mu_
+  ConnectivityState published_state_ = ConnectivityState::kIdle;  // guarded by state_mu_
 
   // Reactor-confined state.
-  State state_ = State::kIdle;
-  ClientTransport* transport_ = nullptr;  // the connection new calls go to (ready or connecting)
-  std::vector<std::unique_ptr<ClientTransport>> transports_;  // every live connection
-  std::vector<ClientCall*> waiting_;                          // calls waiting for a connection
-  std::vector<std::unique_ptr<ClientCall>> calls_;            // every pooled call object
+  ConnectivityState state_ = ConnectivityState::kIdle;
+  Status failure_;  // why the channel is in TRANSIENT_FAILURE
+  std::shared_ptr<ResolverSink> sink_;
+  std::unique_ptr<Resolver> resolver_;
+  bool resolving_ = false;
+  bool have_addresses_ = false;  // the policy has had a result
+  std::chrono::steady_clock::time_point last_resolution_{};
+  asio::steady_timer resolution_timer_;
+  bool resolution_scheduled_ = false;
+  std::unique_ptr<LoadBalancer> lb_;
+  std::vector<std::unique_ptr<Subchannel>> subchannels_;
+  std::vector<ClientCall*> waiting_;                // calls waiting for a connection
+  bool processing_waiting_ = false;
+  bool waiting_posted_ = false;
+  bool reprocess_waiting_ = false;
+  std::vector<std::unique_ptr<ClientCall>> calls_;  // every pooled call object
   std::vector<ClientCall*> free_calls_;
-  asio::ip::tcp::resolver resolver_;
-  std::vector<asio::generic::stream_protocol::endpoint> endpoints_;  // of the current attempt
-  std::unique_ptr<asio::generic::stream_protocol::socket> connecting_socket_;
-  asio::steady_timer connect_timer_;
-  asio::steady_timer backoff_timer_;
-  std::chrono::milliseconds current_backoff_{0};
+  std::list<std::unique_ptr<StateWatcher>> watchers_;
   std::minstd_rand rng_{std::random_device{}()};
-  uint64_t connect_attempt_ = 0;
-  bool want_connection_ = false;  // WaitForConnected() asked: reconnect without calls waiting
-  Status last_failure_;
+  bool want_connection_ = false;  // connecting was asked for without a call
   std::chrono::milliseconds keepalive_time_;
 
   Gate gate_;

@@ -9,6 +9,7 @@
 #include "src/rpc/call_headers.h"
 #include "src/rpc/channel_impl.h"
 #include "src/rpc/client_transport.h"
+#include "src/rpc/subchannel.h"
 #include "src/rpc/codec.h"
 #include "src/rpc/wire_format.h"
 
@@ -33,6 +34,7 @@ void ClientContext::Reset() {
   compression_.clear();
   credentials_.reset();
   response_compressed_ = false;
+  wait_for_ready_ = -1;
   cancelled_ = false;
 }
 
@@ -159,6 +161,7 @@ void ClientCall::InitUnary(const MethodDescriptor& method, ClientContext& contex
     StatsQueued(stats_.OutMessage(
         request, encoding.empty() ? nullptr : channel_.compressors().Find(encoding)));
   }
+  retained_request_ = request.Ref();  // for a transparent retry, until the response begins
   out_.Push(std::move(request));
   out_.Finish();  // unary: the request is the whole client stream
   if (stats_.active()) StatsQueued(stats_.HalfClose());
@@ -191,7 +194,10 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   interceptors_started_ = 0;
   completed_ = false;
   channelz_admitted_ = false;
-  channelz_on_subchannel_ = false;
+  channelz_subchannel_ = nullptr;
+  transparent_retries_ = 0;
+  retained_request_.Free();
+  wait_for_ready_ = context.wait_for_ready(channel_.options().wait_for_ready);
   messages_before_stream_ = stream ? 0 : 1;  // a unary call's request is queued at once
   delivery_pending_ = false;
   stream_open_ = false;
@@ -386,8 +392,8 @@ void ClientCall::StartOn(ClientTransport& transport) {
     socket.StreamStarted(/*local=*/true);
     if (messages_before_stream_ != 0) socket.MessagesSent(messages_before_stream_);
     messages_before_stream_ = 0;
-    channelz_on_subchannel_ = true;
-    channel_.channelz_subchannel().calls.Started();
+    channelz_subchannel_ = &transport.subchannel().channelz();
+    channelz_subchannel_->calls.Started();
   }
   if (stats_.active()) {
     StatsQueued(stats_.Headers(/*out=*/true,
@@ -440,6 +446,7 @@ void ClientCall::OnHeader(HeadersKind kind, std::string_view name, std::string_v
 void ClientCall::OnHeadersEnd(HeadersKind kind, bool end_stream) {
   if (completed_) return;
   if (kind == HeadersKind::kResponse) {
+    retained_request_.Free();  // the server saw the call: it is never retried from here on
     if (end_stream) {
       // Trailers-only: its metadata is the call's trailing metadata.
       if (is_stream_) {
@@ -558,6 +565,7 @@ void ClientCall::OnStreamClosed(uint32_t error_code) {
     transport_->channelz().StreamEnded(error_code == kHttp2NoError);
   }
   stream_open_ = false;
+  if (!completed_ && error_code == kHttp2RefusedStream && RetryTransparently()) return;
   if (!completed_) {
     Complete(error_code == kHttp2NoError ? StatusFromResponse() : StatusForReset(error_code));
   }
@@ -566,6 +574,41 @@ void ClientCall::OnStreamClosed(uint32_t error_code) {
     transport_ = nullptr;
   }
   MaybeRelease();
+}
+
+bool ClientCall::RetryTransparently() {
+  // REFUSED_STREAM (also what a GOAWAY below the stream's id means) says the server's
+  // application never saw the call, so it may go again, whatever its method: gRPC's transparent
+  // retry. A unary call's request is still held (retained_request_); a stream's messages are
+  // not, so streams are not retried.
+  if (is_stream_ || http_status_ != 0 || retained_request_.empty() ||
+      transparent_retries_ >= kMaxTransparentRetries) {
+    return false;
+  }
+  ++transparent_retries_;
+  if (transport_ != nullptr) {
+    transport_->DetachCall(this);
+    transport_ = nullptr;
+  }
+  if (channelz_subchannel_ != nullptr) {
+    channelz_subchannel_->calls.Ended(false);
+    channelz_subchannel_ = nullptr;
+  }
+  stream_id_ = 0;
+  out_.Reset();
+  out_.Push(retained_request_.Ref());
+  out_.Finish();
+  // Dispatched again from a fresh handler: this runs inside the old connection's callbacks,
+  // and a dispatch may complete the call.
+  asio::post(channel_.io_context(), [call = RefPtr<ClientCall>(this), generation = generation_] {
+    if (generation != call->generation_) return;
+    if (call->completed_) {
+      call->MaybeRelease();
+      return;
+    }
+    call->channel_.Dispatch(call.get());
+  });
+  return true;
 }
 
 void ClientCall::OnConnectionLost(const Status& reason) {
@@ -619,7 +662,7 @@ void ClientCall::Complete(Status status) {
   if (completed_) return;
   completed_ = true;
   if (channelz_admitted_) channel_.channelz().calls.Ended(status.ok());
-  if (channelz_on_subchannel_) channel_.channelz_subchannel().calls.Ended(status.ok());
+  if (channelz_subchannel_ != nullptr) channelz_subchannel_->calls.Ended(status.ok());
   if (deadline_armed_) deadline_timer_.cancel();
   // A plugin that has not answered yet neither holds up the call's release nor the channel's
   // close.
@@ -927,6 +970,7 @@ void ClientCall::MaybeRelease() {
   out_.Reset();
   inbound_.Clear();
   write_bytes_.Free();
+  retained_request_.Free();
   Gate::Holder holder = std::move(gate_holder_);
   Unref();  // the reactor's reference; the call may be gone after this
 }

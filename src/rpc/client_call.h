@@ -32,6 +32,7 @@
 
 #include "rill/client_call.h"
 #include "rill/client_context.h"
+#include "src/base/channelz.h"
 #include "src/base/gate.h"
 #include "src/base/ref_counted.h"
 #include "src/http2/header_block.h"
@@ -65,6 +66,9 @@ class ClientCall : public RefCounted<ClientCall> {
   // calling thread.
   Status Prepare();
   [[nodiscard]] bool is_stream() const noexcept { return is_stream_; }
+  // Waits for a connection in TRANSIENT_FAILURE instead of failing (the context's choice, or
+  // the channel's default).
+  [[nodiscard]] bool wait_for_ready() const noexcept { return wait_for_ready_; }
   // The compressor for request messages (after Prepare; null for none).
   [[nodiscard]] Compressor* request_compressor() const noexcept { return request_compressor_; }
 
@@ -141,6 +145,9 @@ class ClientCall : public RefCounted<ClientCall> {
   template <typename Slot, typename Fn>
   void Post(Slot& slot, Fn fn);
   void Cancel(Status status);
+  // The server refused the stream before its application saw it: opens it again (true), or
+  // false when the call cannot be retried.
+  bool RetryTransparently();
   void ArmDeadline();
   void MaybeRelease();
   void OnCredentials(uint64_t generation, StatusOr<Metadata> metadata);
@@ -189,6 +196,11 @@ class ClientCall : public RefCounted<ClientCall> {
   // Streaming state.
   static constexpr size_t kWriteQuota = 64 * 1024;
   bool is_stream_ = false;
+  bool wait_for_ready_ = false;
+  // A unary call's request, kept (a reference, not a copy) until the response begins.
+  BufferSlice retained_request_;
+  static constexpr int kMaxTransparentRetries = 5;
+  int transparent_retries_ = 0;
   bool user_holds_ = false;    // the user's stream object still exists (reactor's view)
   bool status_known_ = false;  // the final status is in final_status_
   Status final_status_;
@@ -234,7 +246,7 @@ class ClientCall : public RefCounted<ClientCall> {
   // For channelz: the call was admitted on the channel (it counts as started there), it got a
   // stream (it counts on the subchannel), and the messages queued before it had one.
   bool channelz_admitted_ = false;
-  bool channelz_on_subchannel_ = false;
+  channelz::ChannelNode* channelz_subchannel_ = nullptr;  // set once the call had a stream
   int64_t messages_before_stream_ = 0;
   bool stream_open_ = false;
   bool released_ = true;

@@ -2,6 +2,7 @@
 
 #include "src/rpc/channel_impl.h"
 #include "src/rpc/client_call.h"
+#include "src/rpc/subchannel.h"
 
 namespace rill::internal {
 namespace {
@@ -36,26 +37,27 @@ ClientCall* CallOf(void* stream) { return static_cast<ClientCall*>(stream); }
 
 }  // namespace
 
-ClientTransport::ClientTransport(ChannelImpl& channel, Http2Connection::Socket socket,
+ClientTransport::ClientTransport(Subchannel& subchannel, Http2Connection::Socket socket,
                                  Gate::Holder holder)
-    : channel_(channel),
-      connection_(std::move(socket), ConnectionOptions(channel),
-                  this, channel.pool(), this),
+    : subchannel_(subchannel),
+      channel_(subchannel.channel()),
+      connection_(std::move(socket), ConnectionOptions(channel_), this, channel_.pool(), this),
       holder_(std::move(holder)) {
   connection_.AttachChannelz(&channelz_);
   channelz_.name = channelz_.remote_name;
-  channelz::Registry::Get().Register(channelz_, &channel.channelz_subchannel());
+  channelz::Registry::Get().Register(channelz_, &subchannel.channelz());
 }
 
-ClientTransport::ClientTransport(ChannelImpl& channel, PipeEnd pipe, Gate::Holder holder)
-    : channel_(channel),
-      connection_(std::move(pipe), channel.io_context(), ConnectionOptions(channel), this,
-                  channel.pool(), this),
+ClientTransport::ClientTransport(Subchannel& subchannel, PipeEnd pipe, Gate::Holder holder)
+    : subchannel_(subchannel),
+      channel_(subchannel.channel()),
+      connection_(std::move(pipe), channel_.io_context(), ConnectionOptions(channel_), this,
+                  channel_.pool(), this),
       holder_(std::move(holder)) {
   connection_.AttachChannelz(&channelz_);
   channelz_.name = connection_.peer();
   channelz_.remote_name = connection_.peer();
-  channelz::Registry::Get().Register(channelz_, &channel.channelz_subchannel());
+  channelz::Registry::Get().Register(channelz_, &subchannel.channelz());
 }
 
 ClientTransport::~ClientTransport() = default;
@@ -79,6 +81,16 @@ void ClientTransport::DetachCall(ClientCall* call) {
   calls_[i] = calls_.back();
   calls_[i]->transport_index = i;
   calls_.pop_back();
+  if (closing_when_idle_ && calls_.empty()) {
+    connection_.Close(Status(StatusCode::kUnavailable, "address no longer in use"));
+  }
+}
+
+void ClientTransport::CloseWhenIdle() {
+  closing_when_idle_ = true;
+  if (calls_.empty()) {
+    connection_.Close(Status(StatusCode::kUnavailable, "address no longer in use"));
+  }
 }
 
 void ClientTransport::OnHeader(int32_t, void* stream, HeadersKind kind, std::string_view name,
@@ -121,7 +133,7 @@ void ClientTransport::OnGoaway(int32_t /*last_stream_id*/, uint32_t error_code,
   goaway_ = true;
   // Streams above last_stream_id are closed by the session (REFUSED_STREAM → UNAVAILABLE);
   // the others finish here while new calls go to a new connection.
-  channel_.OnTransportGoaway(this);
+  subchannel_.OnTransportGoaway(this);
 }
 
 void ClientTransport::Defer(ClientCall* call) {
@@ -144,7 +156,7 @@ void ClientTransport::OnSessionStepDone() {
   }
 }
 
-void ClientTransport::OnTlsHandshakeDone() { channel_.OnTransportReady(this); }
+void ClientTransport::OnTlsHandshakeDone() { subchannel_.OnTransportReady(this); }
 
 void ClientTransport::OnConnectionDone(const Status& reason) {
   done_ = true;
@@ -154,7 +166,7 @@ void ClientTransport::OnConnectionDone(const Status& reason) {
   calls.swap(calls_);
   for (ClientCall* call : calls) call->OnConnectionLost(reason);
   stats_.End();
-  channel_.OnTransportDone(this, reason);
+  subchannel_.OnTransportDone(this, reason);
 }
 
 }  // namespace rill::internal

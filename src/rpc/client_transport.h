@@ -1,6 +1,6 @@
 // ClientTransport: one client connection — an Http2Connection in client mode and the calls on
-// its streams. Owned by its channel (which destroys it once OnConnectionDone reported it done);
-// holds the channel's gate meanwhile.
+// its streams. Owned by its subchannel (which destroys it once OnConnectionDone reported it
+// done); holds the channel's gate meanwhile.
 //
 // Thread safety: reactor-confined.
 #ifndef RILL_SRC_RPC_CLIENT_TRANSPORT_H_
@@ -18,12 +18,13 @@ namespace rill::internal {
 
 class ChannelImpl;
 class ClientCall;
+class Subchannel;
 
 class ClientTransport final : public Http2Handler, public Http2Connection::Owner {
  public:
-  ClientTransport(ChannelImpl& channel, Http2Connection::Socket socket, Gate::Holder holder);
+  ClientTransport(Subchannel& subchannel, Http2Connection::Socket socket, Gate::Holder holder);
   // In-process: over one end of a pipe whose other end a server's connection holds.
-  ClientTransport(ChannelImpl& channel, PipeEnd pipe, Gate::Holder holder);
+  ClientTransport(Subchannel& subchannel, PipeEnd pipe, Gate::Holder holder);
   ~ClientTransport() override;
 
   void Start();
@@ -32,13 +33,16 @@ class ClientTransport final : public Http2Handler, public Http2Connection::Owner
   // The call is done with its stream (it was closed or never opened).
   void DetachCall(ClientCall* call);
   void Close(Status reason) { connection_.Close(std::move(reason)); }
+  // Takes no new calls, and closes once the ones it has are done.
+  void CloseWhenIdle();
 
   [[nodiscard]] bool accepting_calls() const noexcept {
-    return !goaway_ && !connection_.closed();
+    return !goaway_ && !closing_when_idle_ && !connection_.closed();
   }
   [[nodiscard]] Http2Connection& connection() noexcept { return connection_; }
   [[nodiscard]] Http2Session& session() noexcept { return connection_.session(); }
   [[nodiscard]] ChannelImpl& channel() noexcept { return channel_; }
+  [[nodiscard]] Subchannel& subchannel() noexcept { return subchannel_; }
   [[nodiscard]] channelz::SocketNode& channelz() noexcept { return channelz_; }
   [[nodiscard]] size_t active_calls() const noexcept { return calls_.size(); }
 
@@ -63,6 +67,7 @@ class ClientTransport final : public Http2Handler, public Http2Connection::Owner
   void Defer(ClientCall* call);
 
  private:
+  Subchannel& subchannel_;
   ChannelImpl& channel_;
   channelz::SocketNode channelz_;  // before connection_, which reports to it
   Http2Connection connection_;
@@ -70,6 +75,7 @@ class ClientTransport final : public Http2Handler, public Http2Connection::Owner
   ClientCall* deferred_head_ = nullptr;
   ClientCall* deferred_tail_ = nullptr;
   bool goaway_ = false;
+  bool closing_when_idle_ = false;
   bool done_ = false;
   ConnectionStats stats_;
   Gate::Holder holder_;  // last: released after everything above is gone

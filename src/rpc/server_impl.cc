@@ -124,14 +124,7 @@ void ServerImpl::AcceptInProcess(PipeEnd pipe) {
 }
 
 std::shared_ptr<Channel> ServerImpl::InProcessChannel(const ChannelOptions& options) {
-  ChannelOptions channel_options = options;
-  if (channel_options.authority.empty()) channel_options.authority = "inprocess";
-  Address address;
-  address.host = "inprocess";
-  auto* impl = new ChannelImpl("inprocess", std::move(address), std::move(channel_options),
-                               /*credentials=*/nullptr);
-  impl->ConnectInProcess(in_process_);
-  return ChannelAccess::Wrap(impl);
+  return ChannelAccess::Wrap(ChannelImpl::CreateInProcess(options, in_process_));
 }
 
 void ServerImpl::OnTransportDone(ServerTransport* transport) {

@@ -2,6 +2,7 @@
 //
 //   "host:port", "1.2.3.4:port", "[::1]:port"   TCP
 //   "unix:/path/to.sock", "unix:///path"         Unix-domain stream socket
+//   "unix-abstract:name"                         Linux abstract socket (path: '\0' + name)
 //
 // Thread safety: pure functions.
 #ifndef RILL_SRC_TRANSPORT_ADDRESS_H_
@@ -30,6 +31,13 @@ struct Address {
 };
 
 StatusOr<Address> ParseAddress(std::string_view text);
+
+// A numeric address as resolvers report them: "10.0.0.1:80", "[::1]:80", "unix:/path",
+// "unix:///path", "unix-abstract:name". Names are not resolved (INVALID_ARGUMENT).
+StatusOr<asio::generic::stream_protocol::endpoint> ParseNumericEndpoint(std::string_view text);
+
+// The form ParseNumericEndpoint reads: "10.0.0.1:80", "[::1]:80", "unix:/path".
+std::string NumericAddress(const asio::generic::stream_protocol::endpoint& endpoint);
 
 // The order to try resolved addresses in (RFC 8305 §4): the resolver's first address first,
 // then alternating between the address families, each family in the resolver's order. A

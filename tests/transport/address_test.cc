@@ -46,5 +46,28 @@ TEST(InterleaveFamilies, KeepsEveryAddress) {
                                       "ipv6:[::3]:1"}));
 }
 
+TEST(ParseNumericEndpoint, ReadsWhatResolversReport) {
+  for (const char* text : {"10.0.0.1:80", "[::1]:50051", "[2001:db8::7]:443"}) {
+    StatusOr<Endpoint> endpoint = ParseNumericEndpoint(text);
+    ASSERT_TRUE(endpoint.ok()) << text << ": " << endpoint.status();
+    EXPECT_EQ(NumericAddress(*endpoint), text);
+  }
+  StatusOr<Endpoint> unix_socket = ParseNumericEndpoint("unix:///tmp/a.sock");
+  ASSERT_TRUE(unix_socket.ok());
+  EXPECT_EQ(PeerName(*unix_socket), "unix:/tmp/a.sock");
+  StatusOr<Endpoint> abstract = ParseNumericEndpoint("unix-abstract:rill-test");
+  ASSERT_TRUE(abstract.ok());
+  EXPECT_EQ(PeerName(*abstract), "unix-abstract:rill-test");
+}
+
+TEST(ParseNumericEndpoint, RejectsNamesAndMalformedAddresses) {
+  for (const char* text : {"localhost:80", "10.0.0.1", "10.0.0.1:", "10.0.0.1:65536",
+                           "::1:80", "[::1]", "[10.0.0.1]:80", "[::1]:x", ""}) {
+    StatusOr<Endpoint> endpoint = ParseNumericEndpoint(text);
+    ASSERT_FALSE(endpoint.ok()) << text;
+    EXPECT_EQ(endpoint.status().code(), StatusCode::kInvalidArgument) << text;
+  }
+}
+
 }  // namespace
 }  // namespace rill::internal
