@@ -92,23 +92,23 @@ std::string Config(const std::string& dir, int port, std::string_view backend,
   c += "  }\n";
   c += "  server {\n";
   c += "    listen 127.0.0.1:" + std::to_string(port) + " http2;\n";
-  // The default (1m) limits the sum of a call's request messages, not one message: a 1 MiB
-  // unary request or a client stream that sends 1 MiB over its life would end in HTTP 413.
-  // gRPC limits message sizes itself (the receiver's limit, 4 MiB by default).
+  // The default (1m) limits the sum of a call's request messages, not one message: a unary
+  // request over 1 MiB ends UNKNOWN (HTTP 413), a client or bidi stream is reset (INTERNAL)
+  // once it sent 1 MiB in all. gRPC limits message sizes itself (the receiver's limit, 4 MiB
+  // by default).
   c += "    client_max_body_size 0;\n";
   // 60 s by default between two reads of a request body or a response: a client stream or a
   // server stream quiet for a minute (a watch, a long poll) would be cut. Calls have deadlines.
   c += "    client_body_timeout 1h;\n";
   c += "    grpc_read_timeout 1h;\n";
   c += "    grpc_send_timeout 1h;\n";
-  // 128 by default: one channel (one HTTP/2 connection) could not have more calls in flight.
+  // 128 by default: a channel (one HTTP/2 connection to nginx) has no more calls in flight;
+  // rill's client keeps the others waiting for a free stream.
   c += "    http2_max_concurrent_streams 1024;\n";
-  // The response headers (initial metadata) must fit in this buffer, else nginx answers 502
-  // "upstream sent too big header"; the default is one page (4 KiB).
+  // The response headers (initial metadata) must fit in this buffer, else nginx logs "upstream
+  // sent too big header" and the call ends UNAVAILABLE (HTTP 502); the default is one page
+  // (4 KiB), less than the 8 KiB of metadata gRPC implementations accept by default.
   c += "    grpc_buffer_size 64k;\n";
-  // Request headers (metadata) a client sends: a field over the buffer size is refused
-  // (the default is 4 buffers of 8 KiB).
-  c += "    large_client_header_buffers 4 64k;\n";
   c += "    location / {\n";
   for (const auto& [name, value] : options.request_headers) {
     c += "      grpc_set_header " + name + " \"" + value + "\";\n";
@@ -122,12 +122,17 @@ std::string Config(const std::string& dir, int port, std::string_view backend,
 
 }  // namespace
 
-bool NginxProcess::Available() { return ::access(kBinary, X_OK) == 0; }
+std::string NginxProcess::Binary() {
+  const char* binary = std::getenv("RILL_NGINX");
+  return binary != nullptr && binary[0] != '\0' ? binary : kDefaultBinary;
+}
+
+bool NginxProcess::Available() { return ::access(Binary().c_str(), X_OK) == 0; }
 
 StatusOr<std::unique_ptr<NginxProcess>> NginxProcess::Start(std::string_view backend,
                                                             const NginxOptions& options) {
   if (!Available()) {
-    return Status(StatusCode::kUnavailable, std::string(kBinary) + " is not installed");
+    return Status(StatusCode::kUnavailable, Binary() + " is not installed");
   }
   std::unique_ptr<NginxProcess> nginx(new NginxProcess());
   std::string pattern = (std::filesystem::temp_directory_path() / "rill-nginx-XXXXXX").string();
@@ -145,9 +150,8 @@ StatusOr<std::unique_ptr<NginxProcess>> NginxProcess::Start(std::string_view bac
     failures += "nginx on port " + std::to_string(port) + ":\n" + nginx->ErrorLog();
     if (!bind_failed) break;
   }
-  return Status(StatusCode::kUnavailable,
-                "nginx did not start\n" + failures + "\nwith this configuration:\n" +
-                    nginx->config_);
+  return Status(StatusCode::kUnavailable, "nginx did not start\n" + failures +
+                                              "\nwith this configuration:\n" + nginx->config_);
 }
 
 bool NginxProcess::TryStart(int port, std::string_view backend, const NginxOptions& options,
@@ -178,12 +182,13 @@ bool NginxProcess::TryStart(int port, std::string_view backend, const NginxOptio
   // child would otherwise hold the backend's listening socket open: after the backend stops,
   // its port would still accept connections that nobody serves (calls hang, not UNAVAILABLE).
   posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
-  std::vector<std::string> args = {kBinary, "-p", dir_, "-c", config_path, "-e", error_log};
+  const std::string binary = Binary();
+  std::vector<std::string> args = {binary, "-p", dir_, "-c", config_path, "-e", error_log};
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   pid_t pid = -1;
-  const int spawned = ::posix_spawn(&pid, kBinary, &actions, nullptr, argv.data(), environ);
+  const int spawned = ::posix_spawn(&pid, binary.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) return false;
   pid_ = pid;

@@ -1,8 +1,8 @@
-// An nginx process (Debian's nginx-light, /usr/sbin/nginx) that a test starts as a gRPC reverse
-// proxy in front of a rill server, and stops again. Each one has a directory of its own under the
-// system temp directory (configuration, pid file, logs, temp paths), listens on a loopback port
-// of its own, and runs in the foreground as one process (`daemon off; master_process off;`), so
-// several can run at once and the test owns each by its PID.
+// An nginx process (Debian's nginx-light, /usr/sbin/nginx, or $RILL_NGINX) that a test starts as
+// a gRPC reverse proxy in front of a rill server, and stops again. Each one has a directory of its
+// own under the system temp directory (configuration, pid file, logs, temp paths), listens on a
+// loopback port of its own, and runs in the foreground as one process (`daemon off; master_process
+// off;`), so several can run at once and the test owns each by its PID.
 //
 //   auto nginx = rill::test::NginxProcess::Start("127.0.0.1:" + std::to_string(backend_port));
 //   ASSERT_TRUE(nginx.ok()) << nginx.status();
@@ -35,9 +35,11 @@ struct NginxOptions {
 class NginxProcess {
  public:
   // Where Debian's nginx-light installs nginx.
-  static constexpr const char* kBinary = "/usr/sbin/nginx";
+  static constexpr const char* kDefaultBinary = "/usr/sbin/nginx";
 
-  // Whether kBinary is there and executable.
+  // The nginx the tests run: $RILL_NGINX when set (another build of nginx), else kDefaultBinary.
+  [[nodiscard]] static std::string Binary();
+  // Whether Binary() is there and executable.
   [[nodiscard]] static bool Available();
 
   // Starts nginx on a free loopback port, passing every gRPC call to `backend` ("host:port",
@@ -69,8 +71,7 @@ class NginxProcess {
   NginxProcess() = default;
   // One attempt on `port`; false when nginx exited before it listened (`*bind_failed` says
   // whether the port was taken).
-  bool TryStart(int port, std::string_view backend, const NginxOptions& options,
-                bool* bind_failed);
+  bool TryStart(int port, std::string_view backend, const NginxOptions& options, bool* bind_failed);
   // SIGKILL, and waits for it.
   void Kill();
 

@@ -4,9 +4,9 @@
 // and details, messages up to the receive limit, long streams, many calls at once on one
 // channel, and what a client sees when the backend or nginx is gone.
 //
-// nginx is a peer here: without /usr/sbin/nginx these tests skip, or fail under
-// RILL_REQUIRE_PEERS=1. tests/nginx/nginx_process.cc holds the configuration and why each
-// setting differs from nginx's defaults.
+// nginx is a peer here: without /usr/sbin/nginx (or the nginx $RILL_NGINX names) these tests
+// skip, or fail under RILL_REQUIRE_PEERS=1. tests/nginx/nginx_process.cc holds the
+// configuration and why each setting differs from nginx's defaults.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -46,7 +46,7 @@ using interop_checks::ObserveRequest;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr const char* kNginxPeer = "nginx (Debian's nginx-light, /usr/sbin/nginx)";
+constexpr const char* kNginxPeer = "nginx (Debian's nginx-light, /usr/sbin/nginx; or $RILL_NGINX)";
 // The default receive limit of both ends.
 constexpr size_t kReceiveLimit = 4 * 1024 * 1024;
 // How long a server handler may take to see the end of a call it could not know about directly.
@@ -109,7 +109,8 @@ class NginxProxyTest : public ::testing::Test {
     streamer_stub_.reset();
     channel_.reset();
     // nginx first: it holds connections to the backend.
-    if (nginx_ != nullptr && HasFailure()) std::printf("nginx's log:\n%s", nginx_->ErrorLog().c_str());
+    if (nginx_ != nullptr && HasFailure())
+      std::printf("nginx's log:\n%s", nginx_->ErrorLog().c_str());
     nginx_.reset();
     StopBackend();
   }
@@ -241,6 +242,8 @@ TEST_F(NginxProxyTest, BidiPingPong) {
 // ---------------------------------------------------------------------------------------------
 // Metadata.
 
+// About 14 KiB of metadata each way: more than nginx's default grpc_buffer_size (4 KiB) takes
+// for the response headers (see nginx_process.cc).
 TEST_F(NginxProxyTest, RequestMetadataReachesTheServerAndComesBackInHeadersAndTrailers) {
   const std::vector<std::pair<std::string, std::string>> sent = {
       {"x-check-ascii", "first"},
@@ -306,8 +309,8 @@ TEST_F(NginxProxyTest, DeadlineEndsASlowUnaryCallAndTheServerSeesIt) {
   const Status status = Check(request, &response, context);
   EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status;
 
-  const auto seen = checks_.log().WaitFor(request.call_id(), ObserveRequest::FINISHED,
-                                          kObserveTimeout);
+  const auto seen =
+      checks_.log().WaitFor(request.call_id(), ObserveRequest::FINISHED, kObserveTimeout);
   ASSERT_TRUE(seen.has_value()) << "the server handler did not end after the deadline";
   EXPECT_TRUE(seen->cancelled) << "the server handler slept on past the deadline";
   // nginx passes grpc-timeout on: the server knows the deadline too.
@@ -348,8 +351,8 @@ TEST_F(NginxProxyTest, ClientCancelReachesTheServer) {
   context.TryCancel();
   const Status status = done.get_future().get();
   EXPECT_EQ(status.code(), StatusCode::kCancelled) << status;
-  const auto seen = checks_.log().WaitFor(request.call_id(), ObserveRequest::FINISHED,
-                                          kObserveTimeout);
+  const auto seen =
+      checks_.log().WaitFor(request.call_id(), ObserveRequest::FINISHED, kObserveTimeout);
   ASSERT_TRUE(seen.has_value()) << "the server handler did not end after the cancel";
   EXPECT_TRUE(seen->cancelled);
 }
