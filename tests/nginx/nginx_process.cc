@@ -60,9 +60,8 @@ std::string ReadFile(const std::string& path) {
 }
 
 // nginx's configuration: one server on 127.0.0.1:`port` passing everything to `backend`.
-// Every path nginx writes is under `dir` (its prefix).
-//
-// What differs from nginx's defaults, and why a gRPC operator sets it:
+// Every path nginx writes is under `dir` (its prefix). Each setting that differs from nginx's
+// defaults says why a gRPC operator sets it (what a client sees without it, where measured).
 std::string Config(const std::string& dir, int port, std::string_view backend,
                    const NginxOptions& options) {
   std::string c;
