@@ -28,13 +28,7 @@ struct Windows {
 class CopyCount : public ::testing::TestWithParam<Windows> {
  protected:
   StreamingEnv::Config MakeConfig() const {
-    StreamingEnv::Config config;
-    const uint32_t window = GetParam().window;
-    config.server.initial_stream_window = window;
-    config.server.initial_connection_window = window;
-    config.channel.initial_stream_window = window;
-    config.channel.initial_connection_window = window;
-    return config;
+    return StreamingEnv::Config::WithWindows(GetParam().window);
   }
 };
 

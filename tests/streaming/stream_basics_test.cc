@@ -119,12 +119,8 @@ TEST(StreamBasics, MessagesLargerThanTheWindowComplete) {
   constexpr uint32_t kWindow = 64 * 1024;
   constexpr size_t kSize = 4 * 1024 * 1024;
   constexpr uint64_t kCount = kSanitized ? 2 : 6;
-  StreamingEnv::Config config;
-  config.server.initial_stream_window = kWindow;
-  config.server.initial_connection_window = kWindow;
+  auto config = StreamingEnv::Config::WithWindows(kWindow);
   config.server.max_receive_message_size = kSize + 1024;
-  config.channel.initial_stream_window = kWindow;
-  config.channel.initial_connection_window = kWindow;
   config.channel.max_receive_message_size = kSize + 1024;
   StreamingEnv env(config);
   ASSERT_TRUE(env.ok());
@@ -171,12 +167,7 @@ TEST(StreamBasics, MessagesLargerThanTheWindowComplete) {
 // still let it arrive (these are the grpc interop cases' sizes).
 TEST(StreamBasics, MixedMessageSizesThroughSmallWindowsNeverStall) {
   constexpr uint32_t kWindow = 64 * 1024;
-  StreamingEnv::Config config;
-  config.server.initial_stream_window = kWindow;
-  config.server.initial_connection_window = kWindow;
-  config.channel.initial_stream_window = kWindow;
-  config.channel.initial_connection_window = kWindow;
-  StreamingEnv env(config);
+  StreamingEnv env(StreamingEnv::Config::WithWindows(kWindow));
   ASSERT_TRUE(env.ok());
   const size_t sizes[] = {27182, 8, 1828, 45904, 1, 32760, 60000, 65536, 200000, 100, 40000};
   ClientContext ctx;

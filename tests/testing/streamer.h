@@ -108,6 +108,17 @@ class StreamingEnv {
     ChannelOptions channel;
     // Under both PeakPools; null: the default (leak-checking) pool.
     BufferPool* pool = nullptr;
+
+    // A config whose two sides advertise `window` as their stream and connection windows (0:
+    // each side's default).
+    static Config WithWindows(uint32_t window) {
+      Config config;
+      config.server.initial_stream_window = window;
+      config.server.initial_connection_window = window;
+      config.channel.initial_stream_window = window;
+      config.channel.initial_connection_window = window;
+      return config;
+    }
   };
 
   StreamingEnv() : StreamingEnv(Config{}) {}
