@@ -30,6 +30,19 @@ class CopyCount : public ::testing::TestWithParam<Windows> {
   StreamingEnv::Config MakeConfig() const {
     return StreamingEnv::Config::WithWindows(GetParam().window);
   }
+
+  // Prints and records the payload bytes copied per payload byte sent since CopiedPayloadBytes()
+  // was `before`, which must be at most one copy.
+  void ExpectAtMostOneCopyPerByte(uint64_t before, const char* direction) {
+    const double copied = static_cast<double>(CopiedPayloadBytes() - before);
+    const double per_byte = copied / kPayload;
+    std::printf(
+        "[ measure  ] %s windows, %s: %.0f bytes copied for %.0f payload bytes = %.4f copies per "
+        "byte\n",
+        GetParam().name, direction, copied, kPayload, per_byte);
+    RecordProperty("copies_per_byte", std::to_string(per_byte));
+    EXPECT_LE(per_byte, 1.0);
+  }
 };
 
 TEST_P(CopyCount, ClientToServerAtMostOneCopyPerByte) {
@@ -51,14 +64,7 @@ TEST_P(CopyCount, ClientToServerAtMostOneCopyPerByte) {
     EXPECT_EQ(reply.count(), kMessages);
     EXPECT_EQ(reply.bytes(), kMessages * kMessageSize);
   }
-  const double copied = static_cast<double>(CopiedPayloadBytes() - before);
-  const double per_byte = copied / kPayload;
-  std::printf(
-      "[ measure  ] %s windows, client -> server: %.0f bytes copied for %.0f payload "
-      "bytes = %.4f copies per byte\n",
-      GetParam().name, copied, kPayload, per_byte);
-  RecordProperty("copies_per_byte", std::to_string(per_byte));
-  EXPECT_LE(per_byte, 1.0);
+  ExpectAtMostOneCopyPerByte(before, "client -> server");
   env.Stop();
 }
 
@@ -83,14 +89,7 @@ TEST_P(CopyCount, ServerToClientAtMostOneCopyPerByte) {
     const Status status = reader->BlockingFinish();
     ASSERT_TRUE(status.ok()) << status;
   }
-  const double copied = static_cast<double>(CopiedPayloadBytes() - before);
-  const double per_byte = copied / kPayload;
-  std::printf(
-      "[ measure  ] %s windows, server -> client: %.0f bytes copied for %.0f payload "
-      "bytes = %.4f copies per byte\n",
-      GetParam().name, copied, kPayload, per_byte);
-  RecordProperty("copies_per_byte", std::to_string(per_byte));
-  EXPECT_LE(per_byte, 1.0);
+  ExpectAtMostOneCopyPerByte(before, "server -> client");
   env.Stop();
 }
 
