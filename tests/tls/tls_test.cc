@@ -141,12 +141,15 @@ class TlsTest : public ::testing::Test {
     return TlsChannel({.root_certificates = ReadCert("ca.pem")});
   }
 
+  // A UnaryCall asking for `response_size` bytes, with `credentials` and a deadline `timeout` from
+  // now; INTERNAL when the call ends OK with a response of another size.
   static Status Unary(const std::shared_ptr<Channel>& channel, int response_size = 3,
-                      std::shared_ptr<CallCredentials> credentials = nullptr) {
+                      std::shared_ptr<CallCredentials> credentials = nullptr,
+                      std::chrono::milliseconds timeout = kMustComplete) {
     TestService::Stub stub(channel);
     ClientContext context;
     context.set_credentials(std::move(credentials));
-    context.set_timeout(kMustComplete);
+    context.set_timeout(timeout);
     SimpleRequest request;
     request.set_response_size(response_size);
     SimpleResponse response;
@@ -558,13 +561,7 @@ TEST_F(TlsTest, DeadlineWhileThePluginWaits) {
   auto channel = TrustingChannel();
   auto slow = std::make_shared<ThreadedCredentials>(Token("Bearer late"),
                                                     std::chrono::milliseconds(400));
-  TestService::Stub stub(channel);
-  ClientContext context;
-  context.set_credentials(slow);
-  context.set_timeout(std::chrono::milliseconds(50));
-  SimpleRequest request;
-  SimpleResponse response;
-  const Status status = stub.UnaryCall(context, request, &response);
+  const Status status = Unary(channel, 3, slow, std::chrono::milliseconds(50));
   EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status;
   EXPECT_TRUE(Unary(channel).ok());
 }
