@@ -65,42 +65,20 @@ class InProcessService final : public TestService::Service, public WaitingHandle
 
   Status EmptyCall(ServerContext&, const Empty&, Empty&) override { return Status(); }
 
-  Awaitable<Status> StreamingInputCall(ServerContext& context,
+  Awaitable<Status> StreamingInputCall(ServerContext&,
                                        ServerReader<StreamingInputCallRequest>& reader,
                                        StreamingInputCallResponse& response) override {
-    StreamingInputCallRequest request;
-    int32_t total = 0;
-    while (co_await reader.Read(&request)) {
-      total += static_cast<int32_t>(request.payload().body().size());
-    }
-    response.set_aggregated_payload_size(total);
-    co_return Status();
+    return SumRequestPayloads(&reader, &response);
   }
 
   Awaitable<Status> StreamingOutputCall(
-      ServerContext& context, const StreamingOutputCallRequest& request,
+      ServerContext&, const StreamingOutputCallRequest& request,
       ServerWriter<StreamingOutputCallResponse>& writer) override {
-    for (const auto& parameters : request.response_parameters()) {
-      StreamingOutputCallResponse response;
-      response.mutable_payload()->mutable_body()->assign(static_cast<size_t>(parameters.size()),
-                                                         'o');
-      if (!co_await writer.Write(response)) co_return Status(StatusCode::kCancelled, "ended");
-    }
-    co_return Status();
+    return WriteRequestedResponses(&request, &writer, 'o');
   }
 
-  Awaitable<Status> FullDuplexCall(ServerContext& context,
-                                   FullDuplexServerStream& stream) override {
-    StreamingOutputCallRequest request;
-    while (co_await stream.Read(&request)) {
-      for (const auto& parameters : request.response_parameters()) {
-        StreamingOutputCallResponse response;
-        response.mutable_payload()->mutable_body()->assign(static_cast<size_t>(parameters.size()),
-                                                           'd');
-        if (!co_await stream.Write(response)) co_return Status(StatusCode::kCancelled, "ended");
-      }
-    }
-    co_return Status();
+  Awaitable<Status> FullDuplexCall(ServerContext&, FullDuplexServerStream& stream) override {
+    return AnswerEachRequest(&stream, 'd');
   }
 
   std::atomic<size_t> request_body_size{0};
@@ -124,6 +102,13 @@ class InProcessTest : public ServerTest<InProcessService> {
     ChannelOptions options;
     options.max_receive_message_size = 2 * kLarge;
     ASSERT_NO_FATAL_FAILURE(Connect(options));
+  }
+
+  // Starts `call` on CacheableUnaryCall, whose handler waits `wait_ms`, and waits until that
+  // handler runs.
+  void StartCallThatWaits(PendingCall& call, int wait_ms) {
+    call.StartCacheable(*stub_, wait_ms);
+    ASSERT_TRUE(service_.started.WaitForNotification());
   }
 
   // The handler of a call that ended early saw it end (its wait aborted, the call cancelled),
@@ -221,8 +206,7 @@ TEST_F(InProcessTest, DeadlineExceededReachesTheHandler) {
 
 TEST_F(InProcessTest, CancelReachesTheHandler) {
   PendingCall call;
-  call.StartCacheable(*stub_, 60'000);
-  ASSERT_TRUE(service_.started.WaitForNotification());
+  ASSERT_NO_FATAL_FAILURE(StartCallThatWaits(call, 60'000));
   std::thread canceller([&call] { call.context.TryCancel(); });
   canceller.join();
   EXPECT_EQ(call.Get().code(), StatusCode::kCancelled);
@@ -231,8 +215,7 @@ TEST_F(InProcessTest, CancelReachesTheHandler) {
 
 TEST_F(InProcessTest, DestroyingTheChannelCancelsItsCalls) {
   PendingCall call;
-  call.StartCacheable(*stub_, 60'000);
-  ASSERT_TRUE(service_.started.WaitForNotification());
+  ASSERT_NO_FATAL_FAILURE(StartCallThatWaits(call, 60'000));
   stub_.reset();
   channel_.reset();
   EXPECT_EQ(call.Get().code(), StatusCode::kCancelled);
@@ -242,8 +225,7 @@ TEST_F(InProcessTest, DestroyingTheChannelCancelsItsCalls) {
 
 TEST_F(InProcessTest, GracefulShutdownFinishesRunningCallsAndRefusesNewOnes) {
   PendingCall call;
-  call.StartCacheable(*stub_, 300);
-  ASSERT_TRUE(service_.started.WaitForNotification());
+  ASSERT_NO_FATAL_FAILURE(StartCallThatWaits(call, 300));
   std::thread shutdown([this] { server_->server().Shutdown(std::chrono::seconds(20)); });
   Status failed;
   for (int i = 0; i < 100000 && failed.ok(); ++i) failed = EmptyCall(*stub_);
@@ -258,8 +240,7 @@ TEST_F(InProcessTest, GracefulShutdownFinishesRunningCallsAndRefusesNewOnes) {
 
 TEST_F(InProcessTest, ShutdownNowCancelsRunningCalls) {
   PendingCall call;
-  call.StartCacheable(*stub_, 60'000);
-  ASSERT_TRUE(service_.started.WaitForNotification());
+  ASSERT_NO_FATAL_FAILURE(StartCallThatWaits(call, 60'000));
   server_->server().ShutdownNow();
   EXPECT_THAT(call.Get().code(), AnyOf(StatusCode::kUnavailable, StatusCode::kCancelled));
   ASSERT_TRUE(service_.finished.HasBeenNotified()) << "the shutdown returned before the handler";
