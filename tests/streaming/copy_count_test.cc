@@ -74,21 +74,7 @@ TEST_P(CopyCount, ServerToClientAtMostOneCopyPerByte) {
   st::Chunk chunk;
   MakeChunk(0, kMessageSize, chunk);
   const uint64_t before = CopiedPayloadBytes();
-  {
-    st::SourceRequest request;
-    request.set_count(kMessages);
-    request.set_size(kMessageSize);
-    ClientContext ctx;
-    auto reader = env.stub().Source(ctx, request);
-    uint64_t received = 0;
-    while (reader->BlockingRead(&chunk)) {
-      ASSERT_TRUE(IsChunk(chunk, received, kMessageSize)) << "chunk " << received;
-      ++received;
-    }
-    EXPECT_EQ(received, kMessages);
-    const Status status = reader->BlockingFinish();
-    ASSERT_TRUE(status.ok()) << status;
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectSourceStream(env.stub(), kMessages, kMessageSize, chunk));
   ExpectAtMostOneCopyPerByte(before, "server -> client");
   env.Stop();
 }
