@@ -346,9 +346,27 @@ std::unique_ptr<FrameConn> Open(Seen* seen) {
 struct Result {
   std::string outcome;
   std::vector<Seen> seen;
-  bool good_after = false;
+  // Unset: Main tries a good call on a new connection once the probe returned (GoodCallSoon).
+  std::optional<bool> good_after;
   std::string rss;
 };
+
+// Runs `probe(conn, seen)`, which returns the outcome, on one new connection whose frames from
+// the server are counted in result.seen[0]. The server's RSS is sampled from before the connection
+// opens until the probe returned, while the connection is still open.
+template <typename Probe>
+Result OnOneConnection(Probe probe) {
+  Result result;
+  result.seen.resize(1);
+  RssSampler rss;
+  Seen& seen = result.seen[0];
+  auto conn = Open(&seen);
+  if (conn == nullptr) return {"no connection", {}, false, "n/a"};
+  result.outcome = probe(*conn, seen);
+  seen.closed = conn->closed();
+  result.rss = rss.Growth();
+  return result;
+}
 
 // ---------------------------------------------------------------------------------------------
 // Probes.
@@ -415,82 +433,63 @@ Result RapidReset() {
           : " (" + std::to_string(g_flags.conns - connected.load()) + " got no HTTP/2 handshake)";
   result.outcome = std::to_string(total_sent) + " streams sent on " +
                    std::to_string(g_flags.conns) + " conn" + handshakes + took + ", " +
-                   std::to_string(refused) +
-                   " refused, " + std::to_string(responses) + " response HEADERS, " +
-                   std::to_string(closed) + " conn closed by server";
-  result.good_after = GoodCallSoon();
+                   std::to_string(refused) + " refused, " + std::to_string(responses) +
+                   " response HEADERS, " + std::to_string(closed) + " conn closed by server";
   return result;
 }
 
 Result HeldStreams() {
-  Result result;
-  result.seen.resize(1);
-  RssSampler rss;
-  Seen& seen = result.seen[0];
-  auto conn = Open(&seen);
-  if (conn == nullptr) return {"no connection", {}, false, "n/a"};
-  const std::string block = GrpcRequestBlock(kOutputCall);
-  const std::string message = OutputCallMessage(10000000);
-  uint32_t id = 1;
-  int sent = 0;
-  for (; sent < g_flags.streams && !conn->closed() && seen.goaways.empty(); ++sent, id += 2) {
-    if (!SendReading(*conn,
-                     HeadersFrame(id, kEndHeaders, block) + DataFrame(id, kEndStream, message))) {
-      break;
+  return OnOneConnection([](FrameConn& conn, Seen& seen) {
+    const std::string block = GrpcRequestBlock(kOutputCall);
+    const std::string message = OutputCallMessage(10000000);
+    uint32_t id = 1;
+    int sent = 0;
+    for (; sent < g_flags.streams && !conn.closed() && seen.goaways.empty(); ++sent, id += 2) {
+      if (!SendReading(conn,
+                       HeadersFrame(id, kEndHeaders, block) + DataFrame(id, kEndStream, message))) {
+        break;
+      }
     }
-  }
-  ReadUntilQuiet(*conn, milliseconds(3000), milliseconds(5000));
-  const bool alive = !conn->closed() && conn->Send(PingFrame(42)) &&
-                     conn->WaitFor([](const ReadFrame& f) { return f.type == kPing; });
-  const bool good_while_held = GoodCallOnNewConnection();
-  result.rss = rss.Growth();
-  seen.closed = conn->closed();
-  conn.reset();
-  result.outcome = std::to_string(sent) + " held, " + std::to_string(seen.refused) + " refused, " +
-                   std::to_string(seen.other_rst) + " other RST; conn " +
-                   (alive ? "alive" : "closed") +
-                   "; good call while held: " + (good_while_held ? "yes" : "NO");
-  result.good_after = GoodCallSoon();
-  return result;
+    ReadUntilQuiet(conn, milliseconds(3000), milliseconds(5000));
+    const bool alive = !conn.closed() && conn.Send(PingFrame(42)) &&
+                       conn.WaitFor([](const ReadFrame& f) { return f.type == kPing; });
+    const bool good_while_held = GoodCallOnNewConnection();
+    return std::to_string(sent) + " held, " + std::to_string(seen.refused) + " refused, " +
+           std::to_string(seen.other_rst) + " other RST; conn " + (alive ? "alive" : "closed") +
+           "; good call while held: " + (good_while_held ? "yes" : "NO");
+  });
 }
 
 Result ContinuationFlood() {
-  Result result;
-  result.seen.resize(1);
-  RssSampler rss;
-  Seen& seen = result.seen[0];
-  auto conn = Open(&seen);
-  if (conn == nullptr) return {"no connection", {}, false, "n/a"};
-  std::string continuation;
-  for (int i = 0; i < 16; ++i) {
-    continuation += HpackLiteral("x-flood-" + std::to_string(i), std::string(1000, 'c'));
-  }
-  bool stalled = false;
-  size_t bytes = 0;
-  if (SendReading(*conn, HeadersFrame(1, 0, GrpcRequestBlock(kEmptyCall)))) {
-    const std::string frame = ContinuationFrame(1, 0, continuation);
-    std::string batch;
-    for (int i = 0; i < 64; ++i) batch += frame;
-    const auto limit = Clock::now() + std::chrono::seconds(30);
-    while (bytes < (size_t{128} << 20) && !conn->closed() && seen.goaways.empty()) {
-      if (!SendReading(*conn, batch, milliseconds(3000))) {
-        stalled = !conn->closed() && seen.goaways.empty();
-        break;
-      }
-      bytes += batch.size();
-      if (Clock::now() > limit) break;
+  return OnOneConnection([](FrameConn& conn, Seen& seen) {
+    std::string continuation;
+    for (int i = 0; i < 16; ++i) {
+      continuation += HpackLiteral("x-flood-" + std::to_string(i), std::string(1000, 'c'));
     }
-  }
-  ReadUntilQuiet(*conn, milliseconds(3000), milliseconds(10000));
-  seen.closed = conn->closed();
-  result.rss = rss.Growth();
-  result.outcome = std::to_string(bytes >> 20) + " MiB of CONTINUATION sent; " +
-                   (seen.closed ? "conn closed"
-                    : stalled   ? "server stopped reading, conn open"
-                                : "conn open");
-  if (seen.other_rst > 0) result.outcome += ", stream reset";
-  result.good_after = GoodCallSoon();
-  return result;
+    bool stalled = false;
+    size_t bytes = 0;
+    if (SendReading(conn, HeadersFrame(1, 0, GrpcRequestBlock(kEmptyCall)))) {
+      const std::string frame = ContinuationFrame(1, 0, continuation);
+      std::string batch;
+      for (int i = 0; i < 64; ++i) batch += frame;
+      const auto limit = Clock::now() + std::chrono::seconds(30);
+      while (bytes < (size_t{128} << 20) && !conn.closed() && seen.goaways.empty()) {
+        if (!SendReading(conn, batch, milliseconds(3000))) {
+          stalled = !conn.closed() && seen.goaways.empty();
+          break;
+        }
+        bytes += batch.size();
+        if (Clock::now() > limit) break;
+      }
+    }
+    ReadUntilQuiet(conn, milliseconds(3000), milliseconds(10000));
+    std::string outcome = std::to_string(bytes >> 20) + " MiB of CONTINUATION sent; " +
+                          (conn.closed() ? "conn closed"
+                           : stalled     ? "server stopped reading, conn open"
+                                         : "conn open");
+    if (seen.other_rst > 0) outcome += ", stream reset";
+    return outcome;
+  });
 }
 
 Result Metadata() {
@@ -534,65 +533,56 @@ Result Metadata() {
   result.rss = rss.Growth();
   result.outcome = std::to_string(g_flags.kib) + " KiB header block: " + what +
                    "; same conn serves next call: " + (same_conn ? "yes" : "no");
-  result.good_after = GoodCallSoon();
   return result;
 }
 
 Result ControlFlood(const std::string& kind) {
-  Result result;
-  result.seen.resize(1);
-  RssSampler rss;
-  Seen& seen = result.seen[0];
-  auto conn = Open(&seen);
-  if (conn == nullptr) return {"no connection", {}, false, "n/a"};
-  if (kind == "empty_data") {
-    // A client-streaming call the server waits on: empty DATA frames, none ending the stream.
-    SendReading(*conn, HeadersFrame(1, kEndHeaders, GrpcRequestBlock(kInputCall)));
-  }
-  int64_t sent = 0;
-  const auto started = Clock::now();
-  bool stalled = false;
-  while (sent < g_flags.frames && !conn->closed() && seen.goaways.empty()) {
-    std::string batch;
-    for (int i = 0; i < 2048 && sent < g_flags.frames; ++i, ++sent) {
-      if (kind == "ping") {
-        batch += PingFrame(static_cast<uint64_t>(sent));
-      } else if (kind == "settings") {
-        batch += SettingsFrame({});
-      } else if (kind == "window_update") {
-        batch += WindowUpdateFrame(0, 1);
-      } else if (kind == "priority") {
-        batch += PriorityFrame(static_cast<uint32_t>(3 + 2 * (sent % 100000)), 0);
-      } else {
-        batch += DataFrame(1, 0, "");
+  return OnOneConnection([&kind](FrameConn& conn, Seen& seen) {
+    if (kind == "empty_data") {
+      // A client-streaming call the server waits on: empty DATA frames, none ending the stream.
+      SendReading(conn, HeadersFrame(1, kEndHeaders, GrpcRequestBlock(kInputCall)));
+    }
+    int64_t sent = 0;
+    const auto started = Clock::now();
+    bool stalled = false;
+    while (sent < g_flags.frames && !conn.closed() && seen.goaways.empty()) {
+      std::string batch;
+      for (int i = 0; i < 2048 && sent < g_flags.frames; ++i, ++sent) {
+        if (kind == "ping") {
+          batch += PingFrame(static_cast<uint64_t>(sent));
+        } else if (kind == "settings") {
+          batch += SettingsFrame({});
+        } else if (kind == "window_update") {
+          batch += WindowUpdateFrame(0, 1);
+        } else if (kind == "priority") {
+          batch += PriorityFrame(static_cast<uint32_t>(3 + 2 * (sent % 100000)), 0);
+        } else {
+          batch += DataFrame(1, 0, "");
+        }
+      }
+      if (!SendReading(conn, batch, milliseconds(5000))) {
+        stalled = !conn.closed() && seen.goaways.empty();
+        break;
       }
     }
-    if (!SendReading(*conn, batch, milliseconds(5000))) {
-      stalled = !conn->closed() && seen.goaways.empty();
-      break;
-    }
-  }
-  const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
-  ReadUntilQuiet(*conn, milliseconds(2000), milliseconds(10000));
-  const bool alive =
-      !conn->closed() && seen.goaways.empty() && conn->Send(PingFrame(7)) &&
-      conn->WaitFor([](const ReadFrame& f) {
-        return f.type == kPing && (f.flags & kAck) != 0 && f.payload == PingFrame(7).substr(9);
-      });
-  seen.closed = conn->closed();
-  result.rss = rss.Growth();
-  char text[256];
-  std::snprintf(text, sizeof(text),
-                "%lld frames sent in %.1f s; %s; acks: %lld PING, %lld SETTINGS",
-                static_cast<long long>(sent), seconds,
-                seen.closed ? "conn closed"
-                : stalled   ? "server stopped reading"
-                : alive     ? "conn alive (PING answered)"
-                            : "conn open, PING unanswered",
-                static_cast<long long>(seen.ping_acks), static_cast<long long>(seen.settings_acks));
-  result.outcome = text;
-  result.good_after = GoodCallSoon();
-  return result;
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    ReadUntilQuiet(conn, milliseconds(2000), milliseconds(10000));
+    const bool alive =
+        !conn.closed() && seen.goaways.empty() && conn.Send(PingFrame(7)) &&
+        conn.WaitFor([](const ReadFrame& f) {
+          return f.type == kPing && (f.flags & kAck) != 0 && f.payload == PingFrame(7).substr(9);
+        });
+    char text[256];
+    std::snprintf(
+        text, sizeof(text), "%lld frames sent in %.1f s; %s; acks: %lld PING, %lld SETTINGS",
+        static_cast<long long>(sent), seconds,
+        conn.closed() ? "conn closed"
+        : stalled     ? "server stopped reading"
+        : alive       ? "conn alive (PING answered)"
+                      : "conn open, PING unanswered",
+        static_cast<long long>(seen.ping_acks), static_cast<long long>(seen.settings_acks));
+    return std::string(text);
+  });
 }
 
 // A raw TCP connection to the server; -1 on error.
@@ -695,7 +685,6 @@ Result SilentConnections(bool preface) {
                 fds.size(), closed_count, g_flags.hold_seconds, last_close,
                 good_while_open ? "yes" : "NO");
   result.outcome = text;
-  result.good_after = GoodCallSoon();
   return result;
 }
 
@@ -737,66 +726,59 @@ Result FdExhaustion() {
                 "limit %d fds (%d open), 64 conns (%d closed by server): server CPU %.2f s in "
                 "2 s; %s %.1f s after fds freed",
                 open_fds + 8, open_fds, closed, cpu,
-                result.good_after ? "served again" : "NOT served again", recovered);
+                *result.good_after ? "served again" : "NOT served again", recovered);
   result.outcome = text;
   return result;
 }
 
 Result CancelRate() {
-  Result result;
-  result.seen.resize(1);
-  RssSampler rss;
-  Seen& seen = result.seen[0];
-  auto conn = Open(&seen);
-  if (conn == nullptr) return {"no connection", {}, false, "n/a"};
-  const std::string block = GrpcRequestBlock(kOutputCall);
-  const std::string message = OutputCallMessage(10000000);
-  const auto started = Clock::now();
-  const auto end = started + std::chrono::seconds(g_flags.seconds);
-  std::deque<std::pair<Clock::time_point, uint32_t>> open;
-  uint32_t next_id = 1;
-  int64_t opened = 0;
-  int64_t cancelled = 0;
-  bool failed = false;
-  while (Clock::now() < end && !failed && seen.goaways.empty()) {
-    const auto now = Clock::now();
-    const auto due =
-        static_cast<int64_t>(std::chrono::duration<double>(now - started).count() * g_flags.rate);
-    std::string batch;
-    for (; opened < due; ++opened, next_id += 2) {
-      batch += HeadersFrame(next_id, kEndHeaders, block);
-      batch += DataFrame(next_id, kEndStream, message);
-      open.emplace_back(now, next_id);
+  return OnOneConnection([](FrameConn& conn, Seen& seen) {
+    const std::string block = GrpcRequestBlock(kOutputCall);
+    const std::string message = OutputCallMessage(10000000);
+    const auto started = Clock::now();
+    const auto end = started + std::chrono::seconds(g_flags.seconds);
+    std::deque<std::pair<Clock::time_point, uint32_t>> open;
+    uint32_t next_id = 1;
+    int64_t opened = 0;
+    int64_t cancelled = 0;
+    bool failed = false;
+    while (Clock::now() < end && !failed && seen.goaways.empty()) {
+      const auto now = Clock::now();
+      const auto due =
+          static_cast<int64_t>(std::chrono::duration<double>(now - started).count() * g_flags.rate);
+      std::string batch;
+      for (; opened < due; ++opened, next_id += 2) {
+        batch += HeadersFrame(next_id, kEndHeaders, block);
+        batch += DataFrame(next_id, kEndStream, message);
+        open.emplace_back(now, next_id);
+      }
+      while (!open.empty() && now - open.front().first >= milliseconds(20)) {
+        batch += RstStreamFrame(open.front().second, kCancel);
+        open.pop_front();
+        ++cancelled;
+      }
+      if (!batch.empty() && !SendReading(conn, batch)) failed = true;
+      conn.Next(milliseconds(1));
     }
-    while (!open.empty() && now - open.front().first >= milliseconds(20)) {
-      batch += RstStreamFrame(open.front().second, kCancel);
-      open.pop_front();
-      ++cancelled;
-    }
-    if (!batch.empty() && !SendReading(*conn, batch)) failed = true;
-    conn->Next(milliseconds(1));
-  }
-  std::string rest;
-  for (const auto& [when, id] : open) rest += RstStreamFrame(id, kCancel);
-  cancelled += static_cast<int64_t>(open.size());
-  if (!failed) SendReading(*conn, rest);
-  ReadUntilQuiet(*conn, milliseconds(500), milliseconds(2000));
-  const bool alive =
-      !conn->closed() && seen.goaways.empty() && conn->Send(PingFrame(9)) &&
-      conn->WaitFor([](const ReadFrame& f) { return f.type == kPing && (f.flags & kAck) != 0; });
-  seen.closed = conn->closed();
-  result.rss = rss.Growth();
-  char text[256];
-  std::snprintf(
-      text, sizeof(text),
-      "%lld calls opened and cancelled in %.0f s (%.0f/s); %lld refused, %lld other "
-      "RST; conn %s",
-      static_cast<long long>(opened), std::chrono::duration<double>(Clock::now() - started).count(),
-      static_cast<double>(opened) / g_flags.seconds, static_cast<long long>(seen.refused),
-      static_cast<long long>(seen.other_rst), alive ? "kept (PING answered, no GOAWAY)" : "LOST");
-  result.outcome = text;
-  result.good_after = GoodCallSoon();
-  return result;
+    std::string rest;
+    for (const auto& [when, id] : open) rest += RstStreamFrame(id, kCancel);
+    cancelled += static_cast<int64_t>(open.size());
+    if (!failed) SendReading(conn, rest);
+    ReadUntilQuiet(conn, milliseconds(500), milliseconds(2000));
+    const bool alive =
+        !conn.closed() && seen.goaways.empty() && conn.Send(PingFrame(9)) &&
+        conn.WaitFor([](const ReadFrame& f) { return f.type == kPing && (f.flags & kAck) != 0; });
+    char text[256];
+    std::snprintf(text, sizeof(text),
+                  "%lld calls opened and cancelled in %.0f s (%.0f/s); %lld refused, %lld other "
+                  "RST; conn %s",
+                  static_cast<long long>(opened),
+                  std::chrono::duration<double>(Clock::now() - started).count(),
+                  static_cast<double>(opened) / g_flags.seconds,
+                  static_cast<long long>(seen.refused), static_cast<long long>(seen.other_rst),
+                  alive ? "kept (PING answered, no GOAWAY)" : "LOST");
+    return std::string(text);
+  });
 }
 
 int Main(int argc, char** argv) {
@@ -844,6 +826,8 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "unknown probe %s\n", p.c_str());
     return 2;
   }
+  // fd_exhaustion waits for the good call itself, to time how long the server took to recover.
+  if (!result.good_after.has_value()) result.good_after = GoodCallSoon();
   std::string name = p;
   if (p == "rapid_reset" || p == "silent" || p == "preface_silent") {
     name += " ×" + std::to_string(g_flags.conns);
@@ -852,8 +836,8 @@ int Main(int argc, char** argv) {
     name += ", reset " + std::to_string(g_flags.reset_delay_ms) + " ms after";
   }
   std::fprintf(row_out, "| %s | %s | %s | %s | %s |\n", name.c_str(), result.outcome.c_str(),
-              result.rss.c_str(), DescribeGoaways(result.seen).c_str(),
-              result.good_after ? "yes" : "NO");
+               result.rss.c_str(), DescribeGoaways(result.seen).c_str(),
+               *result.good_after ? "yes" : "NO");
   std::fclose(row_out);
   return 0;
 }

@@ -7,11 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <asio/redirect_error.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/use_awaitable.hpp>
 #include <atomic>
-#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -21,23 +17,24 @@
 #include "rill/client_call.h"
 #include "rill/client_context.h"
 #include "rill/server_context.h"
+#include "tests/testing/calls.h"
 #include "tests/testing/fixture.h"
 #include "tests/testing/messages.h"
 
 namespace rill::test {
 namespace {
 
+using std::chrono::milliseconds;
 using ::testing::AnyOf;
 using ::testing::ElementsAre;
-using std::chrono::milliseconds;
 
 constexpr size_t kLarge = 4 * 1024 * 1024;  // a 4 MiB payload body
 const std::string kDetails("\x08\x03\x12\x00\xff\x00", 6);
 
 // UnaryCall echoes metadata ("x-echo-*"), answers response_size bytes, or response_status (with
-// details from "x-details-bin"). CacheableUnaryCall (a coroutine) waits response_size ms on a timer first. The
-// streaming methods follow the grpc.testing interop semantics.
-class InProcessService final : public TestService::Service {
+// details from "x-details-bin"). CacheableUnaryCall is the WaitingHandler: it waits response_size
+// ms on a timer first. The streaming methods follow the grpc.testing interop semantics.
+class InProcessService final : public TestService::Service, public WaitingHandler {
  public:
   Status UnaryCall(ServerContext& context, const SimpleRequest& request,
                    SimpleResponse& response) override {
@@ -56,68 +53,34 @@ class InProcessService final : public TestService::Service {
       return Status(StatusCodeFromInt(request.response_status().code()),
                     request.response_status().message(), std::move(details));
     }
-    response.mutable_payload()->mutable_body()->assign(
-        static_cast<size_t>(request.response_size()), 'r');
+    response.mutable_payload()->mutable_body()->assign(static_cast<size_t>(request.response_size()),
+                                                       'r');
     return Status();
   }
 
   Awaitable<Status> CacheableUnaryCallAsync(ServerContext& context, const SimpleRequest& request,
                                             SimpleResponse& response) override {
-    started.Notify();
-    asio::steady_timer timer(context.io_context(), milliseconds(request.response_size()));
-    asio::error_code ec;
-    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    wait_aborted.store(ec == asio::error::operation_aborted);
-    saw_cancelled.store(context.IsCancelled());
-    finished.Notify();
-    response.set_username("finished");
-    co_return Status();
+    return WaitThenAnswer(context, request, response);
   }
 
   Status EmptyCall(ServerContext&, const Empty&, Empty&) override { return Status(); }
 
-  Awaitable<Status> StreamingInputCall(ServerContext& context,
+  Awaitable<Status> StreamingInputCall(ServerContext&,
                                        ServerReader<StreamingInputCallRequest>& reader,
                                        StreamingInputCallResponse& response) override {
-    StreamingInputCallRequest request;
-    int32_t total = 0;
-    while (co_await reader.Read(&request)) {
-      total += static_cast<int32_t>(request.payload().body().size());
-    }
-    response.set_aggregated_payload_size(total);
-    co_return Status();
+    return SumRequestPayloads(&reader, &response);
   }
 
-  Awaitable<Status> StreamingOutputCall(ServerContext& context,
-                                        const StreamingOutputCallRequest& request,
-                                        ServerWriter<StreamingOutputCallResponse>& writer) override {
-    for (const auto& parameters : request.response_parameters()) {
-      StreamingOutputCallResponse response;
-      response.mutable_payload()->mutable_body()->assign(static_cast<size_t>(parameters.size()),
-                                                          'o');
-      if (!co_await writer.Write(response)) co_return Status(StatusCode::kCancelled, "ended");
-    }
-    co_return Status();
+  Awaitable<Status> StreamingOutputCall(
+      ServerContext&, const StreamingOutputCallRequest& request,
+      ServerWriter<StreamingOutputCallResponse>& writer) override {
+    return WriteRequestedResponses(&request, &writer, 'o');
   }
 
-  Awaitable<Status> FullDuplexCall(ServerContext& context,
-                                   FullDuplexServerStream& stream) override {
-    StreamingOutputCallRequest request;
-    while (co_await stream.Read(&request)) {
-      for (const auto& parameters : request.response_parameters()) {
-        StreamingOutputCallResponse response;
-        response.mutable_payload()->mutable_body()->assign(
-            static_cast<size_t>(parameters.size()), 'd');
-        if (!co_await stream.Write(response)) co_return Status(StatusCode::kCancelled, "ended");
-      }
-    }
-    co_return Status();
+  Awaitable<Status> FullDuplexCall(ServerContext&, FullDuplexServerStream& stream) override {
+    return AnswerEachRequest(&stream, 'd');
   }
 
-  Notification started;
-  Notification finished;
-  std::atomic<bool> wait_aborted{false};
-  std::atomic<bool> saw_cancelled{false};
   std::atomic<size_t> request_body_size{0};
   std::string peer_seen() {
     std::lock_guard lock(mu_);
@@ -127,35 +90,6 @@ class InProcessService final : public TestService::Service {
  private:
   std::mutex mu_;
   std::string peer_seen_;
-};
-
-Status EmptyCall(TestService::Stub& stub, milliseconds timeout = kMustComplete) {
-  ClientContext context;
-  context.set_timeout(timeout);
-  Empty request;
-  Empty response;
-  return stub.EmptyCall(context, request, &response);
-}
-
-struct PendingCall {
-  ClientContext context;
-  SimpleRequest request;
-  SimpleResponse response;
-  std::promise<Status> done;
-  std::future<Status> result = done.get_future();
-
-  // CacheableUnaryCall, whose handler waits `wait_ms`.
-  void Start(TestService::Stub& stub, int wait_ms) {
-    request.set_response_size(wait_ms);
-    stub.CacheableUnaryCall(context, request, &response,
-                            [this](Status status) { done.set_value(std::move(status)); });
-  }
-  Status Get() {
-    if (result.wait_for(kMustComplete) != std::future_status::ready) {
-      return Status(StatusCode::kInternal, "the call did not complete");
-    }
-    return result.get();
-  }
 };
 
 class InProcessTest : public ServerTest<InProcessService> {
@@ -168,6 +102,13 @@ class InProcessTest : public ServerTest<InProcessService> {
     ChannelOptions options;
     options.max_receive_message_size = 2 * kLarge;
     ASSERT_NO_FATAL_FAILURE(Connect(options));
+  }
+
+  // Starts `call` on CacheableUnaryCall, whose handler waits `wait_ms`, and waits until that
+  // handler runs.
+  void StartCallThatWaits(PendingCall& call, int wait_ms) {
+    call.StartCacheable(*stub_, wait_ms);
+    ASSERT_TRUE(service_.started.WaitForNotification());
   }
 
   // The handler of a call that ended early saw it end (its wait aborted, the call cancelled),
@@ -230,32 +171,11 @@ TEST_F(InProcessTest, ClientStreaming) {
   ClientContext context;
   StreamingInputCallResponse response;
   auto writer = stub_->StreamingInputCall(context, &response);
-  int32_t total = 0;
-  for (int32_t size : {0, 1, 1023, 1024, 70 * 1024, 1 << 20, 5}) {
-    StreamingInputCallRequest request;
-    request.mutable_payload()->mutable_body()->assign(static_cast<size_t>(size), 'c');
-    ASSERT_TRUE(writer->BlockingWrite(request)) << size;
-    total += size;
-  }
-  const Status status = writer->BlockingFinish();
-  ASSERT_TRUE(status.ok()) << status;
-  EXPECT_EQ(response.aggregated_payload_size(), total);
+  ExpectClientStreamAggregates(*writer, response, {0, 1, 1023, 1024, 70 * 1024, 1 << 20, 5});
 }
 
 TEST_F(InProcessTest, ServerStreaming) {
-  ClientContext context;
-  const std::vector<int32_t> sizes = {0, 10, 1024, 1025, 300 * 1024, 7};
-  StreamingOutputCallRequest request;
-  for (int32_t size : sizes) request.add_response_parameters()->set_size(size);
-  auto reader = stub_->StreamingOutputCall(context, request);
-  StreamingOutputCallResponse response;
-  for (int32_t size : sizes) {
-    ASSERT_TRUE(reader->BlockingRead(&response)) << size;
-    EXPECT_EQ(response.payload().body().size(), static_cast<size_t>(size));
-  }
-  EXPECT_FALSE(reader->BlockingRead(&response));
-  const Status status = reader->BlockingFinish();
-  EXPECT_TRUE(status.ok()) << status;
+  ExpectServerStreamOfSizes(*stub_, {0, 10, 1024, 1025, 300 * 1024, 7});
 }
 
 TEST_F(InProcessTest, BidiStreaming) {
@@ -279,15 +199,14 @@ TEST_F(InProcessTest, BidiStreaming) {
 TEST_F(InProcessTest, DeadlineExceededReachesTheHandler) {
   PendingCall call;
   call.context.set_timeout(milliseconds(200));
-  call.Start(*stub_, 60'000);
+  call.StartCacheable(*stub_, 60'000);
   EXPECT_EQ(call.Get().code(), StatusCode::kDeadlineExceeded);
   ExpectTheHandlerSawTheEnd();
 }
 
 TEST_F(InProcessTest, CancelReachesTheHandler) {
   PendingCall call;
-  call.Start(*stub_, 60'000);
-  ASSERT_TRUE(service_.started.WaitForNotification());
+  ASSERT_NO_FATAL_FAILURE(StartCallThatWaits(call, 60'000));
   std::thread canceller([&call] { call.context.TryCancel(); });
   canceller.join();
   EXPECT_EQ(call.Get().code(), StatusCode::kCancelled);
@@ -296,8 +215,7 @@ TEST_F(InProcessTest, CancelReachesTheHandler) {
 
 TEST_F(InProcessTest, DestroyingTheChannelCancelsItsCalls) {
   PendingCall call;
-  call.Start(*stub_, 60'000);
-  ASSERT_TRUE(service_.started.WaitForNotification());
+  ASSERT_NO_FATAL_FAILURE(StartCallThatWaits(call, 60'000));
   stub_.reset();
   channel_.reset();
   EXPECT_EQ(call.Get().code(), StatusCode::kCancelled);
@@ -307,8 +225,7 @@ TEST_F(InProcessTest, DestroyingTheChannelCancelsItsCalls) {
 
 TEST_F(InProcessTest, GracefulShutdownFinishesRunningCallsAndRefusesNewOnes) {
   PendingCall call;
-  call.Start(*stub_, 300);
-  ASSERT_TRUE(service_.started.WaitForNotification());
+  ASSERT_NO_FATAL_FAILURE(StartCallThatWaits(call, 300));
   std::thread shutdown([this] { server_->server().Shutdown(std::chrono::seconds(20)); });
   Status failed;
   for (int i = 0; i < 100000 && failed.ok(); ++i) failed = EmptyCall(*stub_);
@@ -323,8 +240,7 @@ TEST_F(InProcessTest, GracefulShutdownFinishesRunningCallsAndRefusesNewOnes) {
 
 TEST_F(InProcessTest, ShutdownNowCancelsRunningCalls) {
   PendingCall call;
-  call.Start(*stub_, 60'000);
-  ASSERT_TRUE(service_.started.WaitForNotification());
+  ASSERT_NO_FATAL_FAILURE(StartCallThatWaits(call, 60'000));
   server_->server().ShutdownNow();
   EXPECT_THAT(call.Get().code(), AnyOf(StatusCode::kUnavailable, StatusCode::kCancelled));
   ASSERT_TRUE(service_.finished.HasBeenNotified()) << "the shutdown returned before the handler";

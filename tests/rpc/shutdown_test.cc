@@ -8,10 +8,6 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/post.hpp>
-#include <asio/redirect_error.hpp>
-#include <asio/steady_timer.hpp>
-#include <asio/use_awaitable.hpp>
-#include <atomic>
 #include <functional>
 #include <future>
 #include <mutex>
@@ -20,6 +16,7 @@
 #include "grpc/testing/test.rill.h"
 #include "rill/client_context.h"
 #include "rill/server_context.h"
+#include "tests/testing/calls.h"
 #include "tests/testing/fixture.h"
 #include "tests/testing/messages.h"
 
@@ -28,53 +25,19 @@ namespace {
 
 using std::chrono::milliseconds;
 
-// UnaryCallAsync waits request.response_size() ms, then answers; EmptyCall answers at once.
-class WaitingService final : public TestService::Service {
+// UnaryCallAsync waits request.response_size() ms, then answers (WaitingHandler); EmptyCall
+// answers at once.
+class WaitingService final : public TestService::Service, public WaitingHandler {
  public:
   Awaitable<Status> UnaryCallAsync(ServerContext& context, const SimpleRequest& request,
                                    SimpleResponse& response) override {
-    started.Notify();
-    asio::steady_timer timer(context.io_context(), milliseconds(request.response_size()));
-    asio::error_code ec;
-    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
-    wait_aborted.store(ec == asio::error::operation_aborted);
-    saw_cancelled.store(context.IsCancelled());
-    finished.Notify();
-    response.set_username("finished");
-    co_return Status();
+    return WaitThenAnswer(context, request, response);
   }
 
   Status EmptyCall(ServerContext& context, const Empty& request, Empty& response) override {
     return Status();
   }
-
-  Notification started;
-  Notification finished;
-  std::atomic<bool> wait_aborted{false};
-  std::atomic<bool> saw_cancelled{false};
 };
-
-struct PendingCall {
-  ClientContext context;
-  SimpleRequest request;
-  SimpleResponse response;
-  std::promise<Status> done;
-  std::future<Status> result = done.get_future();
-};
-
-void StartSlowCall(TestService::Stub& stub, PendingCall& call, int wait_ms) {
-  call.request.set_response_size(wait_ms);
-  stub.UnaryCall(call.context, call.request, &call.response,
-                 [&call](Status status) { call.done.set_value(std::move(status)); });
-}
-
-Status EmptyCall(TestService::Stub& stub, milliseconds timeout = kMustComplete) {
-  ClientContext context;
-  context.set_timeout(timeout);
-  Empty request;
-  Empty response;
-  return stub.EmptyCall(context, request, &response);
-}
 
 // Starts an EmptyCall that completes into the returned future.
 struct AsyncEmptyCall {
@@ -134,7 +97,7 @@ TEST_P(ShutdownTest, GracefulShutdownLetsAnInFlightCallFinish) {
   ASSERT_TRUE(EmptyCall(stub).ok());
 
   PendingCall call;
-  StartSlowCall(stub, call, 200);
+  call.Start(stub, 200);
   ASSERT_TRUE(service_.started.WaitForNotification());
 
   std::thread shutdown([this] { server_->server().Shutdown(std::chrono::seconds(20)); });
@@ -162,7 +125,7 @@ TEST_P(ShutdownTest, GracefulShutdownLetsAnInFlightCallFinish) {
 void ExpectShutdownCancelsASlowCall(TestService::Stub& stub, WaitingService& service,
                                     const std::function<void()>& shut_down) {
   PendingCall call;
-  StartSlowCall(stub, call, 60'000);
+  call.Start(stub, 60'000);
   ASSERT_TRUE(service.started.WaitForNotification());
   shut_down();
   ASSERT_EQ(call.result.wait_for(kMustComplete), std::future_status::ready);
@@ -225,8 +188,8 @@ TEST_P(ShutdownTest, ClientsThatLeaveAtOnceDoNotHoldUpShutdown) {
   for (int i = 0; i < 50; ++i) {
     if (GetParam() == Transport::kTcp) {
       asio::ip::tcp::socket socket(io);
-      socket.connect({asio::ip::make_address("127.0.0.1"),
-                      static_cast<asio::ip::port_type>(server_->port())});
+      socket.connect(
+          {asio::ip::make_address("127.0.0.1"), static_cast<asio::ip::port_type>(server_->port())});
     } else {
       asio::local::stream_protocol::socket socket(io);
       socket.connect(asio::local::stream_protocol::endpoint(server_->unix_path()));
@@ -387,8 +350,7 @@ TEST_P(ShutdownTest, CallOnADyingConnectionIsRetriedTransparently) {
   channel.reset();
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, ShutdownTest,
-                         kAllTransports, TransportParamName);
+INSTANTIATE_TEST_SUITE_P(Transports, ShutdownTest, kAllTransports, TransportParamName);
 INSTANTIATE_TEST_SUITE_P(InProcess, ShutdownTest, kInProcessTransport, TransportParamName);
 
 }  // namespace

@@ -190,28 +190,12 @@ class Service final : public TestService::Service {
   Awaitable<Status> StreamingInputCall(ServerContext&,
                                        ServerReader<StreamingInputCallRequest>& reader,
                                        StreamingInputCallResponse& response) override {
-    StreamingInputCallRequest request;
-    int32_t total = 0;
-    while (co_await reader.Read(&request)) {
-      total += static_cast<int32_t>(request.payload().body().size());
-    }
-    response.set_aggregated_payload_size(total);
-    co_return Status();
+    return SumRequestPayloads(&reader, &response);
   }
 
   Awaitable<Status> StreamingOutputCall(ServerContext&, const StreamingOutputCallRequest& request,
                                         ServerWriter<StreamingOutputCallResponse>& writer) override {
-    for (const auto& parameters : request.response_parameters()) {
-      StreamingOutputCallResponse response;
-      response.mutable_payload()->mutable_body()->assign(static_cast<size_t>(parameters.size()),
-                                                          'o');
-      if (!co_await writer.Write(response)) co_return Status(StatusCode::kCancelled, "gone");
-    }
-    if (request.has_response_status()) {
-      co_return Status(StatusCodeFromInt(request.response_status().code()),
-                       request.response_status().message());
-    }
-    co_return Status();
+    return WriteRequestedResponses(&request, &writer, 'o');
   }
 
   Awaitable<Status> FullDuplexCall(ServerContext&, FullDuplexServerStream& stream) override {

@@ -28,13 +28,20 @@ struct Windows {
 class CopyCount : public ::testing::TestWithParam<Windows> {
  protected:
   StreamingEnv::Config MakeConfig() const {
-    StreamingEnv::Config config;
-    const uint32_t window = GetParam().window;
-    config.server.initial_stream_window = window;
-    config.server.initial_connection_window = window;
-    config.channel.initial_stream_window = window;
-    config.channel.initial_connection_window = window;
-    return config;
+    return StreamingEnv::Config::WithWindows(GetParam().window);
+  }
+
+  // Prints and records the payload bytes copied per payload byte sent since CopiedPayloadBytes()
+  // was `before`, which must be at most one copy.
+  void ExpectAtMostOneCopyPerByte(uint64_t before, const char* direction) {
+    const double copied = static_cast<double>(CopiedPayloadBytes() - before);
+    const double per_byte = copied / kPayload;
+    std::printf(
+        "[ measure  ] %s windows, %s: %.0f bytes copied for %.0f payload bytes = %.4f copies per "
+        "byte\n",
+        GetParam().name, direction, copied, kPayload, per_byte);
+    RecordProperty("copies_per_byte", std::to_string(per_byte));
+    EXPECT_LE(per_byte, 1.0);
   }
 };
 
@@ -57,14 +64,7 @@ TEST_P(CopyCount, ClientToServerAtMostOneCopyPerByte) {
     EXPECT_EQ(reply.count(), kMessages);
     EXPECT_EQ(reply.bytes(), kMessages * kMessageSize);
   }
-  const double copied = static_cast<double>(CopiedPayloadBytes() - before);
-  const double per_byte = copied / kPayload;
-  std::printf(
-      "[ measure  ] %s windows, client -> server: %.0f bytes copied for %.0f payload "
-      "bytes = %.4f copies per byte\n",
-      GetParam().name, copied, kPayload, per_byte);
-  RecordProperty("copies_per_byte", std::to_string(per_byte));
-  EXPECT_LE(per_byte, 1.0);
+  ExpectAtMostOneCopyPerByte(before, "client -> server");
   env.Stop();
 }
 
@@ -74,29 +74,8 @@ TEST_P(CopyCount, ServerToClientAtMostOneCopyPerByte) {
   st::Chunk chunk;
   MakeChunk(0, kMessageSize, chunk);
   const uint64_t before = CopiedPayloadBytes();
-  {
-    st::SourceRequest request;
-    request.set_count(kMessages);
-    request.set_size(kMessageSize);
-    ClientContext ctx;
-    auto reader = env.stub().Source(ctx, request);
-    uint64_t received = 0;
-    while (reader->BlockingRead(&chunk)) {
-      ASSERT_TRUE(IsChunk(chunk, received, kMessageSize)) << "chunk " << received;
-      ++received;
-    }
-    EXPECT_EQ(received, kMessages);
-    const Status status = reader->BlockingFinish();
-    ASSERT_TRUE(status.ok()) << status;
-  }
-  const double copied = static_cast<double>(CopiedPayloadBytes() - before);
-  const double per_byte = copied / kPayload;
-  std::printf(
-      "[ measure  ] %s windows, server -> client: %.0f bytes copied for %.0f payload "
-      "bytes = %.4f copies per byte\n",
-      GetParam().name, copied, kPayload, per_byte);
-  RecordProperty("copies_per_byte", std::to_string(per_byte));
-  EXPECT_LE(per_byte, 1.0);
+  ASSERT_NO_FATAL_FAILURE(ExpectSourceStream(env.stub(), kMessages, kMessageSize, chunk));
+  ExpectAtMostOneCopyPerByte(before, "server -> client");
   env.Stop();
 }
 

@@ -73,12 +73,7 @@ SlowReaderRun RunSlowReader(StreamingEnv& env, uint64_t count) {
 
 TEST(FlowControl, SlowReaderKeepsServerMemoryWithinWindowPlusQuota_StaticWindow) {
   constexpr uint32_t kWindow = 64 * kKiB;
-  StreamingEnv::Config config;
-  config.server.initial_stream_window = kWindow;
-  config.server.initial_connection_window = kWindow;
-  config.channel.initial_stream_window = kWindow;
-  config.channel.initial_connection_window = kWindow;
-  StreamingEnv env(config);
+  StreamingEnv env(StreamingEnv::Config::WithWindows(kWindow));
   ASSERT_TRUE(env.ok());
   constexpr uint64_t kCount = 150;  // 2.3 MiB, 35 times the window
   const SlowReaderRun run = RunSlowReader(env, kCount);
@@ -107,12 +102,7 @@ TEST(FlowControl, SlowReaderKeepsServerMemoryWithinWindowPlusQuota_StaticWindow)
 // must not kick in for a queue of small messages.)
 TEST(FlowControl, ReceiverGrantsNoMoreThanItsWindowWhenTheReaderFallsBehind) {
   constexpr uint32_t kWindow = 64 * kKiB;
-  StreamingEnv::Config config;
-  config.server.initial_stream_window = kWindow;
-  config.server.initial_connection_window = kWindow;
-  config.channel.initial_stream_window = kWindow;
-  config.channel.initial_connection_window = kWindow;
-  StreamingEnv env(config);
+  StreamingEnv env(StreamingEnv::Config::WithWindows(kWindow));
   ASSERT_TRUE(env.ok());
   st::SourceRequest request;
   request.set_count(0);  // until the call ends
@@ -158,6 +148,24 @@ TEST(FlowControl, SlowReaderKeepsServerMemoryBounded_DynamicWindow) {
   env.Stop();
 }
 
+// Opens stream `id` on `peer` with a Source call of kChunkSize chunks until the call ends, with a
+// grpc-timeout of `timeout`, and half-closes it. False when a frame could not be sent.
+bool StartEndlessSource(RawHttp2Client& peer, int32_t id, milliseconds timeout) {
+  st::SourceRequest request;
+  request.set_count(0);  // until the call ends
+  request.set_size(kChunkSize);
+  return peer.SendHeaders(id,
+                          {{":method", "POST"},
+                           {":scheme", "http"},
+                           {":path", "/streaming_test.Streamer/Source"},
+                           {":authority", "localhost"},
+                           {"content-type", "application/grpc"},
+                           {"te", "trailers"},
+                           {"grpc-timeout", std::to_string(timeout.count()) + "m"}},
+                          /*end_stream=*/false) &&
+         peer.SendGrpcMessage(id, request.SerializeAsString(), /*end_stream=*/true);
+}
+
 // A peer that opens a server-streaming call with a 500 ms grpc-timeout and then never reads a
 // byte. `window` is what its SETTINGS grant per stream (and, when large, its connection window).
 struct NonReaderRun {
@@ -181,19 +189,7 @@ NonReaderRun RunNonReader(StreamingEnv& env, uint32_t window, int receive_buffer
   if (window > 65535) {
     EXPECT_TRUE(peer.SendWindowUpdate(0, window - 65535));
   }
-  EXPECT_TRUE(peer.SendHeaders(1,
-                               {{":method", "POST"},
-                                {":scheme", "http"},
-                                {":path", "/streaming_test.Streamer/Source"},
-                                {":authority", "localhost"},
-                                {"content-type", "application/grpc"},
-                                {"te", "trailers"},
-                                {"grpc-timeout", std::to_string(timeout.count()) + "m"}},
-                               /*end_stream=*/false));
-  st::SourceRequest request;
-  request.set_count(0);  // until the call ends
-  request.set_size(kChunkSize);
-  EXPECT_TRUE(peer.SendGrpcMessage(1, request.SerializeAsString(), /*end_stream=*/true));
+  EXPECT_TRUE(StartEndlessSource(peer, 1, timeout));
   const auto start = std::chrono::steady_clock::now();
 
   // Not reading: watch the server until a second after the deadline.
@@ -306,21 +302,8 @@ TEST(FlowControl, ExpiredStreamsOfAPeerThatNeverReadsAreReleased) {
   constexpr uint32_t kWindow = 1024;
   env.server_pool().ResetPeak();
   ASSERT_TRUE(peer.SendPreface({{0x4 /*INITIAL_WINDOW_SIZE*/, kWindow}}));
-  st::SourceRequest request;
-  request.set_count(0);
-  request.set_size(kChunkSize);
   for (int i = 0; i < kStreams; ++i) {
-    const int32_t id = 2 * i + 1;
-    ASSERT_TRUE(peer.SendHeaders(id,
-                                 {{":method", "POST"},
-                                  {":scheme", "http"},
-                                  {":path", "/streaming_test.Streamer/Source"},
-                                  {":authority", "localhost"},
-                                  {"content-type", "application/grpc"},
-                                  {"te", "trailers"},
-                                  {"grpc-timeout", "300m"}},
-                                 /*end_stream=*/false));
-    ASSERT_TRUE(peer.SendGrpcMessage(id, request.SerializeAsString(), /*end_stream=*/true));
+    ASSERT_TRUE(StartEndlessSource(peer, 2 * i + 1, milliseconds(300)));
   }
   ASSERT_TRUE(env.service().WaitForFinished(kStreams));
   // Until their deadline each stream held at most its window, its quota and one message.

@@ -16,6 +16,7 @@
 #include "rill/client_call.h"
 #include "rill/client_context.h"
 #include "rill/server_context.h"
+#include "tests/testing/calls.h"
 #include "tests/testing/fixture.h"
 #include "tests/testing/messages.h"
 
@@ -26,7 +27,7 @@ using std::chrono::milliseconds;
 
 // How a streaming handler's reading ended.
 struct ReadEnd {
-  int messages = 0;       // messages read
+  int messages = 0;        // messages read
   bool cancelled = false;  // IsCancelled() when Read() returned false
   bool ended = false;
 };
@@ -51,9 +52,9 @@ class StreamingService final : public TestService::Service {
     co_return Status();
   }
 
-  Awaitable<Status> StreamingOutputCall(ServerContext& context,
-                                        const StreamingOutputCallRequest& request,
-                                        ServerWriter<StreamingOutputCallResponse>& writer) override {
+  Awaitable<Status> StreamingOutputCall(
+      ServerContext& context, const StreamingOutputCallRequest& request,
+      ServerWriter<StreamingOutputCallResponse>& writer) override {
     handler_started.Notify();
     for (const auto& parameters : request.response_parameters()) {
       if (parameters.interval_us() > 0) {
@@ -68,7 +69,7 @@ class StreamingService final : public TestService::Service {
       }
       StreamingOutputCallResponse response;
       response.mutable_payload()->mutable_body()->assign(static_cast<size_t>(parameters.size()),
-                                                          'o');
+                                                         'o');
       if (!co_await writer.Write(response)) {
         EndReading(0, context.IsCancelled());
         co_return Status(StatusCode::kCancelled, "the call ended while writing");
@@ -96,8 +97,8 @@ class StreamingService final : public TestService::Service {
       }
       for (const auto& parameters : request.response_parameters()) {
         StreamingOutputCallResponse response;
-        response.mutable_payload()->mutable_body()->assign(
-            static_cast<size_t>(parameters.size()), 'd');
+        response.mutable_payload()->mutable_body()->assign(static_cast<size_t>(parameters.size()),
+                                                           'd');
         if (!co_await stream.Write(response)) {
           EndReading(messages, context.IsCancelled());
           co_return Status(StatusCode::kCancelled, "the call ended while writing");
@@ -186,16 +187,8 @@ TEST_P(StreamingTest, ClientStreaming) {
   auto writer = stub_->StreamingInputCall(context, &response);
   // A message of 0 bytes (no payload at all) counts like any other.
   ASSERT_TRUE(writer->BlockingWrite(StreamingInputCallRequest()));
-  int32_t total = 0;
-  for (int32_t size : {0, 1, 1000, 1024, 5000, 64 * 1024, 100 * 1024, 3}) {
-    StreamingInputCallRequest request;
-    request.mutable_payload()->mutable_body()->assign(static_cast<size_t>(size), 'c');
-    ASSERT_TRUE(writer->BlockingWrite(request)) << size;
-    total += size;
-  }
-  const Status status = writer->BlockingFinish();
-  ASSERT_TRUE(status.ok()) << status;
-  EXPECT_EQ(response.aggregated_payload_size(), total);
+  ASSERT_NO_FATAL_FAILURE(ExpectClientStreamAggregates(
+      *writer, response, {0, 1, 1000, 1024, 5000, 64 * 1024, 100 * 1024, 3}));
   EXPECT_EQ(service_.read_end().messages, 9);
 }
 
@@ -210,19 +203,7 @@ TEST_P(StreamingTest, ClientStreamingWithNoMessages) {
 }
 
 TEST_P(StreamingTest, ServerStreaming) {
-  ClientContext context;
-  const std::vector<int32_t> sizes = {0, 10, 1023, 1024, 1025, 70 * 1024, 7};
-  StreamingOutputCallRequest request;
-  for (int32_t size : sizes) request.add_response_parameters()->set_size(size);
-  auto reader = stub_->StreamingOutputCall(context, request);
-  StreamingOutputCallResponse response;
-  for (int32_t size : sizes) {
-    ASSERT_TRUE(reader->BlockingRead(&response)) << size;
-    EXPECT_EQ(response.payload().body().size(), static_cast<size_t>(size));
-  }
-  EXPECT_FALSE(reader->BlockingRead(&response));
-  const Status status = reader->BlockingFinish();
-  EXPECT_TRUE(status.ok()) << status;
+  ExpectServerStreamOfSizes(*stub_, {0, 10, 1023, 1024, 1025, 70 * 1024, 7});
 }
 
 TEST_P(StreamingTest, ServerStreamingWithNoMessages) {

@@ -82,16 +82,12 @@ TEST(StreamAllocationTest, NoHeapAllocationPerMessage) {
   if (!bench::AllocationCountingEnabled()) GTEST_SKIP() << "the sanitizer owns malloc";
   // The leak-checking default pool records a stack for every block: a plain pool here.
   TieredBufferPool pool;
-  StreamingEnv::Config config;
-  config.pool = &pool;
   // Static windows. Dynamic ones probe the bandwidth with a PING now and then, and the PING's
   // nghttp2 item may find no free block of its size in the reactor thread's cache of nghttp2
   // memory, which these fresh threads are still filling: a warm-up cost, not a per-message one,
   // that would fall inside the count at random.
-  config.server.initial_stream_window = 64 * 1024;
-  config.server.initial_connection_window = 64 * 1024;
-  config.channel.initial_stream_window = 64 * 1024;
-  config.channel.initial_connection_window = 64 * 1024;
+  auto config = StreamingEnv::Config::WithWindows(64 * 1024);
+  config.pool = &pool;
   StreamingEnv env(config);
   ASSERT_TRUE(env.ok());
   Window window;

@@ -22,26 +22,13 @@ TEST(StreamBasics, ServerStreamsThousandMessagesThenOk) {
   ASSERT_TRUE(env.ok());
   constexpr uint64_t kCount = 1000;
   constexpr size_t kSize = 100;
-  st::SourceRequest request;
-  request.set_count(kCount);
-  request.set_size(kSize);
-  ClientContext ctx;
-  auto reader = env.stub().Source(ctx, request);
   st::Chunk chunk;
-  uint64_t received = 0;
-  while (reader->BlockingRead(&chunk)) {
-    ASSERT_TRUE(IsChunk(chunk, received, kSize)) << "chunk " << received;
-    ++received;
-  }
-  EXPECT_EQ(received, kCount);
-  const Status status = reader->BlockingFinish();
-  EXPECT_TRUE(status.ok()) << status;
+  ASSERT_NO_FATAL_FAILURE(ExpectSourceStream(env.stub(), kCount, kSize, chunk));
   ASSERT_TRUE(env.service().WaitForFinished(1));
   const HandlerOutcome outcome = env.service().outcomes().at(0);
   EXPECT_EQ(outcome.end, HandlerEnd::kCompleted);
   EXPECT_EQ(outcome.writes, kCount);
   EXPECT_FALSE(outcome.cancelled);
-  reader.reset();
   env.Stop();
   EXPECT_EQ(env.server_pool().blocks_out(), 0u);
   EXPECT_EQ(env.client_pool().blocks_out(), 0u);
@@ -119,12 +106,8 @@ TEST(StreamBasics, MessagesLargerThanTheWindowComplete) {
   constexpr uint32_t kWindow = 64 * 1024;
   constexpr size_t kSize = 4 * 1024 * 1024;
   constexpr uint64_t kCount = kSanitized ? 2 : 6;
-  StreamingEnv::Config config;
-  config.server.initial_stream_window = kWindow;
-  config.server.initial_connection_window = kWindow;
+  auto config = StreamingEnv::Config::WithWindows(kWindow);
   config.server.max_receive_message_size = kSize + 1024;
-  config.channel.initial_stream_window = kWindow;
-  config.channel.initial_connection_window = kWindow;
   config.channel.max_receive_message_size = kSize + 1024;
   StreamingEnv env(config);
   ASSERT_TRUE(env.ok());
@@ -146,21 +129,8 @@ TEST(StreamBasics, MessagesLargerThanTheWindowComplete) {
   EXPECT_EQ(env.service().outcomes().at(0).writes, kCount);
 
   // And one way only: the server writes 4 MiB messages to a client with a 64 KiB window.
-  st::SourceRequest request;
-  request.set_count(kCount);
-  request.set_size(kSize);
-  ClientContext source_ctx;
-  auto reader = env.stub().Source(source_ctx, request);
-  uint64_t received = 0;
-  while (reader->BlockingRead(&in)) {
-    ASSERT_TRUE(IsChunk(in, received, kSize)) << "chunk " << received;
-    ++received;
-  }
-  EXPECT_EQ(received, kCount);
-  const Status source_status = reader->BlockingFinish();
-  EXPECT_TRUE(source_status.ok()) << source_status;
+  ASSERT_NO_FATAL_FAILURE(ExpectSourceStream(env.stub(), kCount, kSize, in));
   stream.reset();
-  reader.reset();
   env.Stop();
 }
 
@@ -171,12 +141,7 @@ TEST(StreamBasics, MessagesLargerThanTheWindowComplete) {
 // still let it arrive (these are the grpc interop cases' sizes).
 TEST(StreamBasics, MixedMessageSizesThroughSmallWindowsNeverStall) {
   constexpr uint32_t kWindow = 64 * 1024;
-  StreamingEnv::Config config;
-  config.server.initial_stream_window = kWindow;
-  config.server.initial_connection_window = kWindow;
-  config.channel.initial_stream_window = kWindow;
-  config.channel.initial_connection_window = kWindow;
-  StreamingEnv env(config);
+  StreamingEnv env(StreamingEnv::Config::WithWindows(kWindow));
   ASSERT_TRUE(env.ok());
   const size_t sizes[] = {27182, 8, 1828, 45904, 1, 32760, 60000, 65536, 200000, 100, 40000};
   ClientContext ctx;

@@ -84,6 +84,33 @@ StreamingOutputCallRequest StreamRequest(size_t body_size,
   return request;
 }
 
+Awaitable<Status> SumRequestPayloads(ServerReader<StreamingInputCallRequest>* reader,
+                                     StreamingInputCallResponse* response) {
+  StreamingInputCallRequest request;
+  int32_t total = 0;
+  while (co_await reader->Read(&request)) {
+    total += static_cast<int32_t>(request.payload().body().size());
+  }
+  response->set_aggregated_payload_size(total);
+  co_return Status();
+}
+
+Awaitable<Status> WriteRequestedResponses(const StreamingOutputCallRequest* request,
+                                          ServerWriter<StreamingOutputCallResponse>* writer,
+                                          char fill) {
+  for (const auto& parameters : request->response_parameters()) {
+    StreamingOutputCallResponse response;
+    response.mutable_payload()->mutable_body()->assign(static_cast<size_t>(parameters.size()),
+                                                       fill);
+    if (!co_await writer->Write(response)) co_return Status(StatusCode::kCancelled, "gone");
+  }
+  if (request->has_response_status()) {
+    co_return Status(StatusCodeFromInt(request->response_status().code()),
+                     request->response_status().message());
+  }
+  co_return Status();
+}
+
 Awaitable<Status> AnswerEachRequest(FullDuplexServerStream* stream, char fill) {
   StreamingOutputCallRequest request;
   while (co_await stream->Read(&request)) {

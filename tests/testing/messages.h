@@ -60,6 +60,19 @@ Request RequestForStatus(StatusCode code, std::string_view message = {}) {
   return request;
 }
 
+// A StreamingInputCall handler's body: reads until the client half-closes, then answers OK with
+// the total payload bytes read. `reader` and `response` must outlive the returned awaitable.
+Awaitable<Status> SumRequestPayloads(ServerReader<StreamingInputCallRequest>* reader,
+                                     StreamingInputCallResponse* response);
+
+// A StreamingOutputCall handler's body: one response per entry of the request's
+// response_parameters, of that many `fill` bytes, then the request's response_status (OK when it
+// has none); CANCELLED once a write fails. `request` and `writer` must outlive the returned
+// awaitable.
+Awaitable<Status> WriteRequestedResponses(const StreamingOutputCallRequest* request,
+                                          ServerWriter<StreamingOutputCallResponse>* writer,
+                                          char fill);
+
 // A FullDuplexCall handler's body: answers each request with one response per entry of its
 // response_parameters, of that many `fill` bytes, until the client half-closes (OK) or a write
 // fails (CANCELLED). `stream` must outlive the returned awaitable.

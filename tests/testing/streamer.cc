@@ -9,6 +9,8 @@
 #include <system_error>
 #include <thread>
 
+#include "rill/client_call.h"
+#include "rill/client_context.h"
 #include "rill/compression.h"
 #include "rill/detail/check.h"
 #include "rill/prepared_message.h"
@@ -48,6 +50,22 @@ void MakeChunk(uint64_t seq, size_t size, st::Chunk& chunk) {
   chunk.set_seq(seq);
   const std::string& pattern = Pattern(size);
   chunk.mutable_data()->assign(pattern.data() + seq % kPatternPeriod, size);
+}
+
+void ExpectSourceStream(st::Streamer::Stub& stub, uint64_t count, size_t size, st::Chunk& chunk) {
+  st::SourceRequest request;
+  request.set_count(count);
+  request.set_size(size);
+  ClientContext ctx;
+  auto reader = stub.Source(ctx, request);
+  uint64_t received = 0;
+  while (reader->BlockingRead(&chunk)) {
+    ASSERT_TRUE(IsChunk(chunk, received, size)) << "chunk " << received;
+    ++received;
+  }
+  EXPECT_EQ(received, count);
+  const Status status = reader->BlockingFinish();
+  EXPECT_TRUE(status.ok()) << status;
 }
 
 bool IsChunk(const st::Chunk& chunk, uint64_t seq, size_t size) {

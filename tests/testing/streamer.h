@@ -47,6 +47,11 @@ void MakeChunk(uint64_t seq, size_t size, st::Chunk& chunk);
 // True when `chunk` is chunk `seq` of `size` bytes.
 [[nodiscard]] bool IsChunk(const st::Chunk& chunk, uint64_t seq, size_t size);
 
+// Calls Source on `stub` for `count` chunks of `size` bytes and reads the stream to its end into
+// `chunk`: each chunk must be the next in order (a fatal failure at the first that is not), then
+// there must have been `count` of them and the call must end OK.
+void ExpectSourceStream(st::Streamer::Stub& stub, uint64_t count, size_t size, st::Chunk& chunk);
+
 // How a handler ended, as it saw it.
 enum class HandlerEnd {
   kCompleted,        // did all it was asked to and returned OK
@@ -108,6 +113,17 @@ class StreamingEnv {
     ChannelOptions channel;
     // Under both PeakPools; null: the default (leak-checking) pool.
     BufferPool* pool = nullptr;
+
+    // A config whose two sides advertise `window` as their stream and connection windows (0:
+    // each side's default).
+    static Config WithWindows(uint32_t window) {
+      Config config;
+      config.server.initial_stream_window = window;
+      config.server.initial_connection_window = window;
+      config.channel.initial_stream_window = window;
+      config.channel.initial_connection_window = window;
+      return config;
+    }
   };
 
   StreamingEnv() : StreamingEnv(Config{}) {}

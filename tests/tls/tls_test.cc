@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -40,6 +41,15 @@ std::string ReadCert(const std::string& name) {
   StatusOr<std::string> pem = ReadFileToString(CertPath(name));
   EXPECT_TRUE(pem.ok()) << pem.status();
   return pem.ok() ? *pem : std::string();
+}
+
+// Expects `status` to carry `code` and a message naming each of `reasons`.
+void ExpectFailure(const Status& status, StatusCode code,
+                   std::initializer_list<const char*> reasons) {
+  EXPECT_EQ(status.code(), code) << status;
+  for (const char* reason : reasons) {
+    EXPECT_THAT(std::string(status.message()), HasSubstr(reason));
+  }
 }
 
 TlsKeyPair Pair(const std::string& name) {
@@ -131,12 +141,15 @@ class TlsTest : public ::testing::Test {
     return TlsChannel({.root_certificates = ReadCert("ca.pem")});
   }
 
+  // A UnaryCall asking for `response_size` bytes, with `credentials` and a deadline `timeout` from
+  // now; INTERNAL when the call ends OK with a response of another size.
   static Status Unary(const std::shared_ptr<Channel>& channel, int response_size = 3,
-                      std::shared_ptr<CallCredentials> credentials = nullptr) {
+                      std::shared_ptr<CallCredentials> credentials = nullptr,
+                      std::chrono::milliseconds timeout = kMustComplete) {
     TestService::Stub stub(channel);
     ClientContext context;
     context.set_credentials(std::move(credentials));
-    context.set_timeout(kMustComplete);
+    context.set_timeout(timeout);
     SimpleRequest request;
     request.set_response_size(response_size);
     SimpleResponse response;
@@ -222,29 +235,23 @@ TEST_F(TlsTest, WrongNameFailsVerification) {
   StartServer();
   auto channel = TlsChannel({.root_certificates = ReadCert("ca.pem"),
                              .server_name_override = "elsewhere.example"});
-  const Status status = Unary(channel);
-  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
-  EXPECT_THAT(std::string(status.message()), HasSubstr("certificate verify failed"));
-  EXPECT_THAT(std::string(status.message()), HasSubstr("hostname mismatch"));
+  ExpectFailure(Unary(channel), StatusCode::kUnavailable,
+                {"certificate verify failed", "hostname mismatch"});
   ExpectServing();
 }
 
 TEST_F(TlsTest, WrongCaGivesUnavailableNamingTheVerificationFailure) {
   StartServer();
   auto channel = TlsChannel({.root_certificates = ReadCert("other_ca.pem")});
-  const Status status = Unary(channel);
-  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
-  EXPECT_THAT(std::string(status.message()), HasSubstr("certificate verify failed"));
-  EXPECT_THAT(std::string(status.message()), HasSubstr("unable to get local issuer certificate"));
+  ExpectFailure(Unary(channel), StatusCode::kUnavailable,
+                {"certificate verify failed", "unable to get local issuer certificate"});
   ExpectServing();
 }
 
 TEST_F(TlsTest, ExpiredServerCertificateIsRefused) {
   StartServer({.key_pair = Pair("expired")});
   auto channel = TrustingChannel();
-  const Status status = Unary(channel);
-  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
-  EXPECT_THAT(std::string(status.message()), HasSubstr("certificate has expired"));
+  ExpectFailure(Unary(channel), StatusCode::kUnavailable, {"certificate has expired"});
 }
 
 TEST_F(TlsTest, MutualTlsShowsTheClientCertificate) {
@@ -308,9 +315,7 @@ TEST_F(TlsTest, TlsClientOnPlaintextPortFails) {
   StartServer();
   auto channel = TlsChannel("localhost:" + std::to_string(plain_port_),
                             {.root_certificates = ReadCert("ca.pem")});
-  const Status status = Unary(channel);
-  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
-  EXPECT_THAT(std::string(status.message()), HasSubstr("TLS"));
+  ExpectFailure(Unary(channel), StatusCode::kUnavailable, {"TLS"});
   ExpectServing();
 }
 
@@ -523,22 +528,18 @@ TEST_F(TlsTest, PluginFailuresFailTheCallWithTheirReason) {
   auto channel = TrustingChannel();
   auto denied = std::make_shared<ThreadedCredentials>(
       Status(StatusCode::kUnauthenticated, "token expired"), std::chrono::milliseconds(0));
-  Status status = Unary(channel, 3, denied);
-  EXPECT_EQ(status.code(), StatusCode::kUnauthenticated) << status;
-  EXPECT_THAT(std::string(status.message()), HasSubstr("token expired"));
+  ExpectFailure(Unary(channel, 3, denied), StatusCode::kUnauthenticated, {"token expired"});
 
   auto broken = std::make_shared<ThreadedCredentials>(
       Status(StatusCode::kInternal, "token service down"), std::chrono::milliseconds(0));
-  status = Unary(channel, 3, broken);
-  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
-  EXPECT_THAT(std::string(status.message()), HasSubstr("token service down"));
+  ExpectFailure(Unary(channel, 3, broken), StatusCode::kUnavailable, {"token service down"});
 
   struct Throwing final : CallCredentials {
     void GetMetadata(const CallCredentialsInfo&, Done) override {
       throw std::runtime_error("plugin bug");
     }
   };
-  status = Unary(channel, 3, std::make_shared<Throwing>());
+  const Status status = Unary(channel, 3, std::make_shared<Throwing>());
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
   EXPECT_TRUE(Unary(channel).ok()) << "the channel keeps working";
 }
@@ -547,9 +548,8 @@ TEST_F(TlsTest, CallCredentialsStayOffPlaintextChannelsUnlessAllowed) {
   StartServer();
   auto plain = Channel::Create("127.0.0.1:" + std::to_string(plain_port_));
   ASSERT_TRUE(plain.ok());
-  const Status refused = Unary(*plain, 3, AccessTokenCredentials("s3cret"));
-  EXPECT_EQ(refused.code(), StatusCode::kUnauthenticated) << refused;
-  EXPECT_THAT(std::string(refused.message()), HasSubstr("secure"));
+  ExpectFailure(Unary(*plain, 3, AccessTokenCredentials("s3cret")), StatusCode::kUnauthenticated,
+                {"secure"});
   auto allowed = std::make_shared<ThreadedCredentials>(Token("Bearer plain"),
                                                        std::chrono::milliseconds(0), true);
   ASSERT_TRUE(Unary(*plain, 3, allowed).ok());
@@ -561,13 +561,7 @@ TEST_F(TlsTest, DeadlineWhileThePluginWaits) {
   auto channel = TrustingChannel();
   auto slow = std::make_shared<ThreadedCredentials>(Token("Bearer late"),
                                                     std::chrono::milliseconds(400));
-  TestService::Stub stub(channel);
-  ClientContext context;
-  context.set_credentials(slow);
-  context.set_timeout(std::chrono::milliseconds(50));
-  SimpleRequest request;
-  SimpleResponse response;
-  const Status status = stub.UnaryCall(context, request, &response);
+  const Status status = Unary(channel, 3, slow, std::chrono::milliseconds(50));
   EXPECT_EQ(status.code(), StatusCode::kDeadlineExceeded) << status;
   EXPECT_TRUE(Unary(channel).ok());
 }
@@ -581,9 +575,8 @@ TEST_F(TlsTest, PluginThatDropsItsCallbackFailsTheCall) {
     void GetMetadata(const CallCredentialsInfo&, Done) override {}
   };
   const auto started = std::chrono::steady_clock::now();
-  const Status status = Unary(channel, 3, std::make_shared<Forgetful>());
-  EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
-  EXPECT_THAT(std::string(status.message()), HasSubstr("without answering"));
+  ExpectFailure(Unary(channel, 3, std::make_shared<Forgetful>()), StatusCode::kUnavailable,
+                {"without answering"});
   EXPECT_LT(std::chrono::steady_clock::now() - started, kMustComplete);
   EXPECT_TRUE(Unary(channel).ok()) << "the channel keeps working";
 }

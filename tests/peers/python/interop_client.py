@@ -61,6 +61,17 @@ def expect_code(error_or_call, code, what):
            f"{what}: status {actual} ({error_or_call.details()!r}), wanted {code}")
 
 
+def expect_failure(attempt, code, what, instead):
+    """Runs attempt(), which must raise the RpcError of a call that ended with `code`, and returns
+    that error; `instead` says what happened when attempt() returned."""
+    try:
+        attempt()
+    except grpc.RpcError as error:
+        expect_code(error, code, what)
+        return error
+    raise CaseFailure(f"{instead}, wanted {code.name}")
+
+
 def zeros(size):
     return b"\0" * size
 
@@ -152,11 +163,9 @@ class InteropClient:
         # The probe: an uncompressed request that claims to be compressed must be refused.
         request = large_unary_request()
         request.expect_compressed.value = True
-        try:
-            self.unary_call(request, timeout=CALL_TIMEOUT_S)
-            raise CaseFailure("the uncompressed probe succeeded, wanted INVALID_ARGUMENT")
-        except grpc.RpcError as error:
-            expect_code(error, grpc.StatusCode.INVALID_ARGUMENT, "probe")
+        expect_failure(lambda: self.unary_call(request, timeout=CALL_TIMEOUT_S),
+                       grpc.StatusCode.INVALID_ARGUMENT, "probe",
+                       "the uncompressed probe succeeded")
         for compressed in (True, False):
             request.expect_compressed.value = compressed
             compression = grpc.Compression.Gzip if compressed else grpc.Compression.NoCompression
@@ -232,11 +241,8 @@ class InteropClient:
             request = messages_pb2.StreamingOutputCallRequest(
                 payload=messages_pb2.Payload(body=zeros(27182)))
             pipe.add(request)
-            try:
-                next(responses)
-                raise CaseFailure("a response arrived, wanted DEADLINE_EXCEEDED")
-            except grpc.RpcError as error:
-                expect_code(error, grpc.StatusCode.DEADLINE_EXCEEDED, "FullDuplexCall")
+            expect_failure(lambda: next(responses), grpc.StatusCode.DEADLINE_EXCEEDED,
+                           "FullDuplexCall", "a response arrived")
 
     def cancel_after_begin(self):
         with RequestPipe() as pipe:
@@ -254,11 +260,8 @@ class InteropClient:
             expect(response is not None, "no response arrived")
             expect_body(response.payload, 31415, "response")
             responses.cancel()
-            try:
-                next(responses)
-                raise CaseFailure("a second response arrived after cancelling")
-            except grpc.RpcError as error:
-                expect_code(error, grpc.StatusCode.CANCELLED, "FullDuplexCall")
+            expect_failure(lambda: next(responses), grpc.StatusCode.CANCELLED, "FullDuplexCall",
+                           "a second response arrived after cancelling")
 
     def custom_metadata(self):
         metadata = ((ECHO_INITIAL_KEY, ECHO_INITIAL_VALUE),
@@ -283,33 +286,22 @@ class InteropClient:
         message = "test status message"
         request = messages_pb2.SimpleRequest(
             response_status=messages_pb2.EchoStatus(code=2, message=message))
-        try:
-            self.unary_call(request, timeout=CALL_TIMEOUT_S)
-            raise CaseFailure("UnaryCall succeeded, wanted UNKNOWN")
-        except grpc.RpcError as error:
-            expect_code(error, grpc.StatusCode.UNKNOWN, "UnaryCall")
-            expect(error.details() == message, f"UnaryCall status message {error.details()!r}")
+        error = expect_failure(lambda: self.unary_call(request, timeout=CALL_TIMEOUT_S),
+                               grpc.StatusCode.UNKNOWN, "UnaryCall", "UnaryCall succeeded")
+        expect(error.details() == message, f"UnaryCall status message {error.details()!r}")
         stream_request = messages_pb2.StreamingOutputCallRequest(
             response_status=messages_pb2.EchoStatus(code=2, message=message))
         responses = self.full_duplex_call(iter((stream_request,)), timeout=CALL_TIMEOUT_S)
-        try:
-            next(responses)
-            raise CaseFailure("FullDuplexCall sent a response, wanted UNKNOWN")
-        except grpc.RpcError as error:
-            expect_code(error, grpc.StatusCode.UNKNOWN, "FullDuplexCall")
-            expect(error.details() == message,
-                   f"FullDuplexCall status message {error.details()!r}")
+        error = expect_failure(lambda: next(responses), grpc.StatusCode.UNKNOWN, "FullDuplexCall",
+                               "FullDuplexCall sent a response")
+        expect(error.details() == message, f"FullDuplexCall status message {error.details()!r}")
 
     def special_status_message(self):
         request = messages_pb2.SimpleRequest(
             response_status=messages_pb2.EchoStatus(code=2, message=SPECIAL_STATUS_MESSAGE))
-        try:
-            self.unary_call(request, timeout=CALL_TIMEOUT_S)
-            raise CaseFailure("UnaryCall succeeded, wanted UNKNOWN")
-        except grpc.RpcError as error:
-            expect_code(error, grpc.StatusCode.UNKNOWN, "UnaryCall")
-            expect(error.details() == SPECIAL_STATUS_MESSAGE,
-                   f"status message {error.details()!r}")
+        error = expect_failure(lambda: self.unary_call(request, timeout=CALL_TIMEOUT_S),
+                               grpc.StatusCode.UNKNOWN, "UnaryCall", "UnaryCall succeeded")
+        expect(error.details() == SPECIAL_STATUS_MESSAGE, f"status message {error.details()!r}")
 
     def unimplemented_method(self):
         self._expect_unimplemented(self.unimplemented_call)
@@ -319,11 +311,8 @@ class InteropClient:
 
     @staticmethod
     def _expect_unimplemented(method):
-        try:
-            method(empty_pb2.Empty(), timeout=CALL_TIMEOUT_S)
-            raise CaseFailure("the call succeeded, wanted UNIMPLEMENTED")
-        except grpc.RpcError as error:
-            expect_code(error, grpc.StatusCode.UNIMPLEMENTED, "call")
+        expect_failure(lambda: method(empty_pb2.Empty(), timeout=CALL_TIMEOUT_S),
+                       grpc.StatusCode.UNIMPLEMENTED, "call", "the call succeeded")
 
     @staticmethod
     def _expect_echoed_metadata(call, method):

@@ -113,6 +113,31 @@ func payload(size int) *testpb.Payload {
 	return &testpb.Payload{Type: testpb.PayloadType_COMPRESSABLE, Body: make([]byte, size)}
 }
 
+// readAll reads the server stream that opening returned (`stream`, `err`) to its end; returns its
+// status code (OK at the end of the stream).
+func readAll(stream testpb.TestService_StreamingOutputCallClient, err error) codes.Code {
+	if err != nil {
+		return status.Code(err)
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			if err == io.EOF {
+				return codes.OK
+			}
+			return status.Code(err)
+		}
+	}
+}
+
+// waitingStream opens a StreamingOutputCall whose handler waits `wait` before its one response.
+func waitingStream(ctx context.Context, client testpb.TestServiceClient,
+	wait time.Duration) (testpb.TestService_StreamingOutputCallClient, error) {
+	return client.StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{
+		ResponseType: testpb.PayloadType_COMPRESSABLE,
+		ResponseParameters: []*testpb.ResponseParameters{
+			{Size: 10, IntervalUs: int32(wait / time.Microsecond)}}})
+}
+
 // call makes one call of `kind`; returns its status code.
 func call(client testpb.TestServiceClient, kind string, rng *rand.Rand) codes.Code {
 	ctx, cancelGuard := context.WithTimeout(context.Background(), guardDeadline)
@@ -127,19 +152,8 @@ func call(client testpb.TestServiceClient, kind string, rng *rand.Rand) codes.Co
 		for i := range params {
 			params[i] = &testpb.ResponseParameters{Size: 1024}
 		}
-		stream, err := client.StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{
-			ResponseType: testpb.PayloadType_COMPRESSABLE, ResponseParameters: params})
-		if err != nil {
-			return status.Code(err)
-		}
-		for {
-			if _, err := stream.Recv(); err != nil {
-				if err == io.EOF {
-					return codes.OK
-				}
-				return status.Code(err)
-			}
-		}
+		return readAll(client.StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{
+			ResponseType: testpb.PayloadType_COMPRESSABLE, ResponseParameters: params}))
 	case "pingpong":
 		stream, err := client.FullDuplexCall(ctx)
 		if err != nil {
@@ -165,39 +179,17 @@ func call(client testpb.TestServiceClient, kind string, rng *rand.Rand) codes.Co
 		// The handler is asked to wait 500 ms; the call is cancelled within 50 ms.
 		callCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		stream, err := client.StreamingOutputCall(callCtx, &testpb.StreamingOutputCallRequest{
-			ResponseType:       testpb.PayloadType_COMPRESSABLE,
-			ResponseParameters: []*testpb.ResponseParameters{{Size: 10, IntervalUs: 500000}}})
+		stream, err := waitingStream(callCtx, client, 500*time.Millisecond)
 		if err != nil {
 			return status.Code(err)
 		}
 		time.Sleep(time.Duration(rng.Intn(50)) * time.Millisecond)
 		cancel()
-		for {
-			if _, err := stream.Recv(); err != nil {
-				if err == io.EOF {
-					return codes.OK
-				}
-				return status.Code(err)
-			}
-		}
+		return readAll(stream, nil)
 	case "deadline":
 		callCtx, cancel := context.WithTimeout(ctx, time.Duration(20+rng.Intn(80))*time.Millisecond)
 		defer cancel()
-		stream, err := client.StreamingOutputCall(callCtx, &testpb.StreamingOutputCallRequest{
-			ResponseType:       testpb.PayloadType_COMPRESSABLE,
-			ResponseParameters: []*testpb.ResponseParameters{{Size: 10, IntervalUs: 2000000}}})
-		if err != nil {
-			return status.Code(err)
-		}
-		for {
-			if _, err := stream.Recv(); err != nil {
-				if err == io.EOF {
-					return codes.OK
-				}
-				return status.Code(err)
-			}
-		}
+		return readAll(waitingStream(callCtx, client, 2*time.Second))
 	}
 	return codes.Internal
 }
