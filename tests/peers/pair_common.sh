@@ -53,6 +53,10 @@ trap cleanup EXIT
 # server.err), sets $server_pid, and waits up to 30 s for its `listening on <port>` line: sets
 # $port, or exits 1 with the server's stderr when it exits first or never says it.
 start_server() {
+  # Made here: the background job opens its redirections only once it runs, and sed below may
+  # look first.
+  : >"$work/server.out"
+  : >"$work/server.err"
   "$@" >"$work/server.out" 2>"$work/server.err" &
   server_pid=$!
   port=""
