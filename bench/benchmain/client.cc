@@ -335,6 +335,7 @@ rill::StatusOr<std::unique_ptr<BenchmarkClient>> BenchmarkClient::Connect(
       channel_options.write_buffer_size = static_cast<std::size_t>(options.write_buffer_size);
     }
     if (options.extra_compressor) channel_options.compressors.push_back(options.extra_compressor);
+    if (!options.lb_policy.empty()) channel_options.load_balancing_policy = options.lb_policy;
     if (options.keepalive) {
       channel_options.keepalive_time = std::chrono::seconds(10);
       channel_options.keepalive_timeout = std::chrono::seconds(1);

@@ -41,7 +41,7 @@
 namespace rill::bench {
 
 struct ClientOptions {
-  // "host:port" or "unix:/path".
+  // A channel target: "host:port", "unix:/path", "ipv4:HOST:PORT,HOST:PORT", ...
   std::string target;
   // When set, every connection is this server's InProcessChannel() (grpc-go's bufconn) and
   // `target` and `credentials` are not used.
@@ -64,6 +64,8 @@ struct ClientOptions {
   std::shared_ptr<rill::Compressor> extra_compressor;
   // Null: plaintext; ChannelCredentials::Tls: every connection over TLS.
   std::shared_ptr<rill::ChannelCredentials> credentials;
+  // Empty: the channel's default (pick_first).
+  std::string lb_policy;
 };
 
 struct WorkloadParams {

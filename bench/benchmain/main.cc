@@ -88,6 +88,7 @@ struct Flags {
   std::string reactors = "1";
   std::string server;
   std::string tls_ca_file;
+  std::string lb_policy;
   // Observability on the in-process server, to measure what it costs.
   bool stats_handler = false;
   std::string binary_log;
@@ -105,6 +106,7 @@ struct Config {
   std::size_t client_reactors = 1;
   std::string server;  // Empty: serve in this process.
   std::string tls_ca_file;  // Non-empty: the client connects to `server` over TLS.
+  std::string lb_policy;    // Non-empty: the channels' load-balancing policy.
   bool stats_handler = false;
   std::string binary_log;
   bool metrics = false;
@@ -350,6 +352,7 @@ rill::StatusOr<Config> Parse(const Flags& flags) {
   // rill's flags.
   config.server = flags.server;
   config.tls_ca_file = flags.tls_ca_file;
+  config.lb_policy = flags.lb_policy;
   config.stats_handler = flags.stats_handler;
   config.binary_log = flags.binary_log;
   config.metrics = flags.metrics;
@@ -586,6 +589,7 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
       .keepalive = f.enable_keepalive,
       .extra_compressor = f.mode_compressor == "nop" ? std::make_shared<NopCompressor>() : nullptr,
       .credentials = credentials,
+      .lb_policy = config.lb_policy,
   };
   auto client = BenchmarkClient::Connect(client_options);
   if (!client.ok()) return client.status();
@@ -754,6 +758,9 @@ int Main(int argc, char** argv) {
   app.add_option("--server", flags.server,
                  "rill: run only the client, against the BenchmarkService server at host:port "
                  "(or unix:/path); server-side figures are then n/a");
+  app.add_option("--lbPolicy", flags.lb_policy,
+                 "rill: with --server, the channels' load-balancing policy (pick_first, "
+                 "round_robin); --server may then list addresses: ipv4:HOST:PORT,HOST:PORT");
   app.add_option("--tls_ca_file", flags.tls_ca_file,
                  "rill: with --server, connect over TLS, verifying the server against this CA "
                  "bundle (PEM)");

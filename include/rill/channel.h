@@ -108,8 +108,25 @@ struct ChannelOptions {
   // Resolvers for more target schemes (rill/resolver.h); they take precedence over the
   // built-in ones for the same scheme.
   std::vector<std::shared_ptr<ResolverFactory>> resolvers;
+  // A channel without calls for this long goes IDLE: its connections close, and the next call
+  // resolves the target and connects again. 0 disables it.
+  std::chrono::milliseconds idle_timeout{30 * 60 * 1000};
   // The least time between two resolutions of the target (re-resolution after failures).
   std::chrono::milliseconds min_resolution_interval{30000};
+
+  // gRPC's service config, as JSON (the grpc.service_config.ServiceConfig schema): per-method
+  // "timeout" (the call's deadline is the earlier of its own and this), "waitForReady",
+  // "maxRequestMessageBytes" / "maxResponseMessageBytes" (the lower of these and the limits
+  // above apply), "retryPolicy" (unary calls; retried attempts reuse the request's pooled
+  // buffers, no copy, up to 256 KiB of request per call), "retryThrottling", and
+  // "loadBalancingConfig" (which then replaces load_balancing_policy). A malformed config fails
+  // Create() with INVALID_ARGUMENT.
+  //
+  //   options.service_config = R"({"methodConfig": [{
+  //       "name": [{"service": "echo.Echo"}],
+  //       "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+  //                       "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]})";
+  std::string service_config;
 
   // Keepalive: after this long without receiving anything the connection sends a PING and is
   // closed if nothing arrives within `keepalive_timeout`. 0 (the default) disables it; values

@@ -69,6 +69,7 @@ ChannelImpl::ChannelImpl(std::string target, ChannelOptions options,
       compressors_(options_.compressors),
       credentials_(std::move(credentials)),
       resolution_timer_(*io_context_),
+      idle_timer_(*io_context_),
       reactor_ref_(this) {
   keepalive_time_ = options_.keepalive_time;
   user_agent_ = options_.user_agent_prefix.empty()
@@ -97,7 +98,8 @@ ChannelImpl* ChannelImpl::CreateInProcess(ChannelOptions options,
                                           std::shared_ptr<InProcessAcceptor> acceptor) {
   auto* impl = new ChannelImpl("inprocess", std::move(options), /*credentials=*/nullptr);
   impl->in_process_ = std::move(acceptor);
-  impl->lb_ = MakeLoadBalancer("pick_first", *impl, *impl->io_context_);
+  impl->lb_policy_ = "pick_first";
+  impl->lb_ = MakeLoadBalancer(impl->lb_policy_, *impl, *impl->io_context_);
   impl->sink_ = std::make_shared<ResolverSink>(impl);
   // One placeholder address: the subchannel connects through the acceptor instead.
   impl->resolver_ = MakeFixedResolver({"unix:/inprocess"}, impl->sink_);
@@ -106,10 +108,26 @@ ChannelImpl* ChannelImpl::CreateInProcess(ChannelOptions options,
 }
 
 Status ChannelImpl::Init(std::string_view target) {
-  lb_ = MakeLoadBalancer(options_.load_balancing_policy, *this, *io_context_);
+  std::string policy = options_.load_balancing_policy;
+  if (!options_.service_config.empty()) {
+    StatusOr<ServiceConfig> config = ServiceConfig::Parse(options_.service_config);
+    if (!config.ok()) {
+      return Status(StatusCode::kInvalidArgument,
+                    "bad service config: " + std::string(config.status().message()));
+    }
+    service_config_ = std::move(*config);
+    if (!service_config_->load_balancing_policy().empty()) {
+      policy = service_config_->load_balancing_policy();
+    }
+    if (service_config_->retry_throttling()) {
+      retry_throttle_ = std::make_unique<RetryThrottle>(*service_config_->retry_throttling());
+    }
+  }
+  lb_policy_ = policy;
+  lb_ = MakeLoadBalancer(policy, *this, *io_context_);
   if (lb_ == nullptr) {
     return Status(StatusCode::kInvalidArgument,
-                  "unknown load-balancing policy \"" + options_.load_balancing_policy + "\"");
+                  "unknown load-balancing policy \"" + policy + "\"");
   }
   sink_ = std::make_shared<ResolverSink>(this);
   StatusOr<TargetResolver> resolved =
@@ -146,6 +164,7 @@ void ChannelImpl::CloseOnReactor() {
   if (sink_ != nullptr) sink_->Detach();
   resolver_.reset();
   resolution_timer_.cancel();
+  idle_timer_.cancel();
   std::vector<ClientCall*> waiting;
   waiting.swap(waiting_);
   for (ClientCall* call : waiting) call->Fail(Status(StatusCode::kCancelled, "channel closed"));
@@ -244,6 +263,37 @@ void ChannelImpl::OnCallDone(ClientCall* call) {
   // cancelled) leaves the queue now: the object is about to be reused or deleted, and a stale
   // entry would start it again.
   if (!waiting_.empty()) std::erase(waiting_, call);
+  // (Never once closed: the timer would hold the closing channel's gate.)
+  if (--active_calls_ == 0 && options_.idle_timeout.count() > 0 && !closed()) {
+    idle_since_ = std::chrono::steady_clock::now();
+    if (!idle_timer_armed_) ArmIdleTimer();
+  }
+}
+
+void ChannelImpl::ArmIdleTimer() {
+  // One timer for the whole idle period: calls that come and go meanwhile only move
+  // idle_since_, and the timer waits again for what is left.
+  idle_timer_armed_ = true;
+  idle_timer_.expires_at(idle_since_ + options_.idle_timeout);
+  idle_timer_.async_wait([this, holder = gate_.Enter()](const asio::error_code& ec) {
+    idle_timer_armed_ = false;
+    if (ec || closed() || active_calls_ > 0) return;
+    if (std::chrono::steady_clock::now() < idle_since_ + options_.idle_timeout) {
+      ArmIdleTimer();
+      return;
+    }
+    EnterIdle();
+  });
+}
+
+void ChannelImpl::EnterIdle() {
+  if (state_ == ConnectivityState::kIdle || want_connection_) return;
+  // A fresh policy without addresses: its predecessor's subchannels close their connections,
+  // and the next call resolves the target again.
+  lb_->Shutdown();
+  lb_ = MakeLoadBalancer(lb_policy_, *this, *io_context_);
+  have_addresses_ = false;
+  SetState(ConnectivityState::kIdle);
 }
 
 void ChannelImpl::Dispatch(ClientCall* call) {

@@ -29,6 +29,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -44,6 +45,8 @@
 #include "rill/resolver.h"
 #include "src/rpc/compressor_set.h"
 #include "src/rpc/load_balancer.h"
+#include "src/rpc/retry_throttle.h"
+#include "src/rpc/service_config.h"
 
 namespace rill {
 
@@ -100,6 +103,13 @@ class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper
     return in_process_;
   }
   [[nodiscard]] std::minstd_rand& rng() noexcept { return rng_; }
+  // The service config's entry for a method ("/pkg.Service/Method"), or null. Lives as long
+  // as the channel.
+  [[nodiscard]] const MethodConfig* MethodConfigFor(std::string_view path) const {
+    return service_config_ ? service_config_->Find(path) : nullptr;
+  }
+  // Null unless the service config asks for retry throttling. Thread-safe.
+  [[nodiscard]] RetryThrottle* retry_throttle() const noexcept { return retry_throttle_.get(); }
 
   // Starts a unary call (from any thread). The request is serialized before this returns.
   void StartUnary(const MethodDescriptor& method, ClientContext& context,
@@ -133,6 +143,8 @@ class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper
   ClientCall* AcquireCall();
   // A unary call's last reference went: back to the pool.
   void RecycleCall(ClientCall* call);
+  // A call is in the channel's hands (its deadline runs).
+  void OnCallAdmitted() noexcept { ++active_calls_; }
   // A call's work on the reactor is over (it completed and let go of the gate).
   void OnCallDone(ClientCall* call);
   // Routes an admitted call to the connection the policy picks, or queues it until there is
@@ -171,6 +183,9 @@ class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper
   void RequestReresolution() override;
 
   void SetState(ConnectivityState state);
+  // No call for idle_timeout: connections close and the channel is IDLE again.
+  void ArmIdleTimer();
+  void EnterIdle();
   // Calls are waiting (or a connection was asked for): resolve, or wake the policy.
   void ExitIdle();
   void Resolve();
@@ -195,6 +210,8 @@ class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper
   std::shared_ptr<TlsContext> tls_;  // null: plaintext
   std::shared_ptr<InProcessAcceptor> in_process_;  // null: connect to the resolved addresses
   std::string tls_verify_name_;
+  std::optional<ServiceConfig> service_config_;
+  std::unique_ptr<RetryThrottle> retry_throttle_;
 
   // Published connectivity, for GetState() and the waits.
   std::mutex state_mu_;
@@ -211,7 +228,12 @@ class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper
   std::chrono::steady_clock::time_point last_resolution_{};
   asio::steady_timer resolution_timer_;
   bool resolution_scheduled_ = false;
+  std::string lb_policy_;
   std::unique_ptr<LoadBalancer> lb_;
+  int64_t active_calls_ = 0;  // admitted and not yet done
+  asio::steady_timer idle_timer_;
+  bool idle_timer_armed_ = false;
+  std::chrono::steady_clock::time_point idle_since_{};
   std::vector<std::unique_ptr<Subchannel>> subchannels_;
   std::vector<ClientCall*> waiting_;                // calls waiting for a connection
   bool processing_waiting_ = false;

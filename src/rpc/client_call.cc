@@ -1,7 +1,9 @@
 #include "src/rpc/client_call.h"
 
 #include <asio/post.hpp>
+#include <algorithm>
 #include <charconv>
+#include <random>
 
 #include "rill/call_credentials.h"
 #include "rill/interceptor.h"
@@ -137,7 +139,9 @@ class ClientCall::CredentialsRequest {
 };
 
 ClientCall::ClientCall(ChannelImpl& channel)
-    : channel_(channel), deadline_timer_(channel.io_context()) {}
+    : channel_(channel),
+      retry_timer_(channel.io_context()),
+      deadline_timer_(channel.io_context()) {}
 
 ClientCall::~ClientCall() = default;
 
@@ -196,6 +200,9 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   channelz_admitted_ = false;
   channelz_subchannel_ = nullptr;
   transparent_retries_ = 0;
+  attempts_ = 1;
+  retry_pushback_ms_.reset();
+  retry_policy_ = nullptr;
   retained_request_.Free();
   wait_for_ready_ = context.wait_for_ready(channel_.options().wait_for_ready);
   messages_before_stream_ = stream ? 0 : 1;  // a unary call's request is queued at once
@@ -251,6 +258,30 @@ Status ClientCall::Prepare() {
   }
   deadline_ = context_->deadline();
   const auto now = ClientContext::Clock::now();
+  if (const MethodConfig* config = channel_.MethodConfigFor(method_->path)) {
+    if (config->timeout && (deadline_ == ClientContext::Clock::time_point::max() ||
+                            now + *config->timeout < deadline_)) {
+      deadline_ = now + *config->timeout;
+    }
+    wait_for_ready_ = context_->wait_for_ready(
+        config->wait_for_ready.value_or(channel_.options().wait_for_ready));
+    if (config->max_response_message_bytes) {
+      inbound_.Reset(std::min(channel_.options().max_receive_message_size,
+                              *config->max_response_message_bytes),
+                     /*credit_on_receipt=*/!is_stream_);
+    }
+    if (config->max_request_message_bytes && !is_stream_ &&
+        retained_request_.size() > *config->max_request_message_bytes + kMessagePrefixSize) {
+      return Status(StatusCode::kResourceExhausted,
+                    "request message larger than the method's maxRequestMessageBytes");
+    }
+    // Retried attempts resend the request from its pooled buffers, up to the per-call limit
+    // gRPC sets for what a retry may hold.
+    if (config->retry_policy && !is_stream_ &&
+        retained_request_.size() <= kMaxRetryBufferBytes) {
+      retry_policy_ = &*config->retry_policy;
+    }
+  }
   if (deadline_ != ClientContext::Clock::time_point::max() && deadline_ <= now) {
     return Status(StatusCode::kDeadlineExceeded, "deadline exceeded before the call started");
   }
@@ -410,6 +441,7 @@ void ClientCall::Fail(Status status) { Complete(std::move(status)); }
 
 void ClientCall::Admit(Gate::Holder holder) {
   gate_holder_ = std::move(holder);
+  channel_.OnCallAdmitted();
   channelz_admitted_ = true;
   channel_.channelz().calls.Started();
   if (stats_.active()) StatsQueued(stats_.Begin({}));
@@ -434,6 +466,11 @@ void ClientCall::OnHeader(HeadersKind kind, std::string_view name, std::string_v
   } else if (name == "grpc-status-details-bin") {
     grpc_details_.clear();
     if (!Base64Decode(value, grpc_details_)) grpc_details_.clear();
+  } else if (name == "grpc-retry-pushback-ms") {
+    // A negative or malformed value means "do not retry" (gRFC A6).
+    int64_t ms = -1;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), ms);
+    retry_pushback_ms_ = ec == std::errc() && end == value.data() + value.size() ? ms : -1;
   } else {
     const bool trailers = kind == HeadersKind::kTrailers;
     Metadata& target =
@@ -446,7 +483,9 @@ void ClientCall::OnHeader(HeadersKind kind, std::string_view name, std::string_v
 void ClientCall::OnHeadersEnd(HeadersKind kind, bool end_stream) {
   if (completed_) return;
   if (kind == HeadersKind::kResponse) {
-    retained_request_.Free();  // the server saw the call: it is never retried from here on
+    // Response headers commit the call (it is never retried from here on); a trailers-only
+    // response does not.
+    if (!end_stream) retained_request_.Free();
     if (end_stream) {
       // Trailers-only: its metadata is the call's trailing metadata.
       if (is_stream_) {
@@ -460,7 +499,9 @@ void ClientCall::OnHeadersEnd(HeadersKind kind, bool end_stream) {
             is_stream_ ? &stream_trailing_metadata_ : &context_->trailing_metadata_,
             /*trailers_only=*/true));
       }
-      Complete(StatusFromResponse());
+      Status status = StatusFromResponse();
+      if (!status.ok() && RetryPerPolicy(status)) return;
+      Complete(std::move(status));
     } else if (http_status_ != 200 || !saw_grpc_content_type_) {
       // Not a gRPC response: no point waiting for trailers that will not come.
       Cancel(StatusFromResponse());
@@ -566,6 +607,9 @@ void ClientCall::OnStreamClosed(uint32_t error_code) {
   }
   stream_open_ = false;
   if (!completed_ && error_code == kHttp2RefusedStream && RetryTransparently()) return;
+  if (!completed_ && error_code != kHttp2NoError && RetryPerPolicy(StatusForReset(error_code))) {
+    return;
+  }
   if (!completed_) {
     Complete(error_code == kHttp2NoError ? StatusFromResponse() : StatusForReset(error_code));
   }
@@ -586,7 +630,53 @@ bool ClientCall::RetryTransparently() {
     return false;
   }
   ++transparent_retries_;
+  ResetAttempt();
+  RedispatchAfter(std::chrono::milliseconds(0));
+  return true;
+}
+
+bool ClientCall::RetryPerPolicy(const Status& status) {
+  // gRFC A6: only before the response began (retained_request_ goes at its headers), for a
+  // status the method's policy names, within its attempts, the channel's throttle, the call's
+  // deadline and the server's pushback.
+  if (retry_policy_ == nullptr || is_stream_ || retained_request_.empty() || completed_) {
+    return false;
+  }
+  const auto& codes = retry_policy_->retryable_status_codes;
+  if (std::find(codes.begin(), codes.end(), status.code()) == codes.end()) return false;
+  RetryThrottle* throttle = channel_.retry_throttle();
+  if (throttle != nullptr && !throttle->RecordFailure()) return false;
+  if (attempts_ >= retry_policy_->max_attempts) return false;
+  std::chrono::milliseconds delay;
+  if (retry_pushback_ms_) {
+    // The server says when to retry, or (a negative or malformed value) not to.
+    if (*retry_pushback_ms_ < 0) return false;
+    delay = std::chrono::milliseconds(*retry_pushback_ms_);
+  } else {
+    double cap = static_cast<double>(retry_policy_->initial_backoff.count());
+    for (int i = 1; i < attempts_; ++i) cap *= retry_policy_->backoff_multiplier;
+    cap = std::min(cap, static_cast<double>(retry_policy_->max_backoff.count()));
+    std::uniform_real_distribution<double> jitter(0, cap);
+    delay = std::chrono::milliseconds(static_cast<int64_t>(jitter(channel_.rng())));
+  }
+  if (deadline_ != ClientContext::Clock::time_point::max() &&
+      ClientContext::Clock::now() + delay >= deadline_) {
+    return false;
+  }
+  ++attempts_;
+  ResetAttempt();
+  RedispatchAfter(delay);
+  return true;
+}
+
+void ClientCall::ResetAttempt() {
   if (transport_ != nullptr) {
+    // A stream still open (a trailers-only response whose END_STREAM is being processed) ends
+    // without this call: its last events find no call.
+    if (stream_open_) {
+      transport_->session().SetStreamData(stream_id_, nullptr);
+      transport_->channelz().StreamEnded(false);
+    }
     transport_->DetachCall(this);
     transport_ = nullptr;
   }
@@ -595,20 +685,38 @@ bool ClientCall::RetryTransparently() {
     channelz_subchannel_ = nullptr;
   }
   stream_id_ = 0;
+  stream_open_ = false;
+  http_status_ = 0;
+  saw_grpc_content_type_ = false;
+  have_grpc_status_ = false;
+  grpc_status_ = 0;
+  grpc_message_.clear();
+  grpc_details_.clear();
+  retry_pushback_ms_.reset();
+  response_encoding_.clear();
+  remote_closed_ = false;
+  inbound_.Clear();
+  context_->initial_metadata_.Clear();
+  context_->trailing_metadata_.Clear();
   out_.Reset();
   out_.Push(retained_request_.Ref());
   out_.Finish();
-  // Dispatched again from a fresh handler: this runs inside the old connection's callbacks,
-  // and a dispatch may complete the call.
-  asio::post(channel_.io_context(), [call = RefPtr<ClientCall>(this), generation = generation_] {
-    if (generation != call->generation_) return;
-    if (call->completed_) {
-      call->MaybeRelease();
+}
+
+void ClientCall::RedispatchAfter(std::chrono::milliseconds delay) {
+  // From a timer's handler even without a delay: this runs inside the old connection's
+  // callbacks, and a dispatch may complete the call.
+  retry_pending_ = true;
+  retry_timer_.expires_after(delay);
+  retry_timer_.async_wait([this, generation = generation_](const asio::error_code& ec) {
+    if (generation != generation_) return;
+    retry_pending_ = false;
+    if (ec || completed_) {
+      MaybeRelease();
       return;
     }
-    call->channel_.Dispatch(call.get());
+    channel_.Dispatch(this);
   });
-  return true;
 }
 
 void ClientCall::OnConnectionLost(const Status& reason) {
@@ -616,10 +724,12 @@ void ClientCall::OnConnectionLost(const Status& reason) {
   stream_open_ = false;
   transport_ = nullptr;
   if (!completed_) {
-    Complete(channel_.closed()
-                 ? Status(StatusCode::kCancelled, "channel closed")
-                 : Status(StatusCode::kUnavailable,
-                          "connection lost: " + std::string(reason.message())));
+    Status status = channel_.closed()
+                        ? Status(StatusCode::kCancelled, "channel closed")
+                        : Status(StatusCode::kUnavailable,
+                                 "connection lost: " + std::string(reason.message()));
+    if (!channel_.closed() && RetryPerPolicy(status)) return;
+    Complete(std::move(status));
   }
   MaybeRelease();
 }
@@ -664,6 +774,10 @@ void ClientCall::Complete(Status status) {
   if (channelz_admitted_) channel_.channelz().calls.Ended(status.ok());
   if (channelz_subchannel_ != nullptr) channelz_subchannel_->calls.Ended(status.ok());
   if (deadline_armed_) deadline_timer_.cancel();
+  if (retry_pending_) retry_timer_.cancel();
+  if (retry_policy_ != nullptr && status.ok()) {
+    if (RetryThrottle* throttle = channel_.retry_throttle()) throttle->RecordSuccess();
+  }
   // A plugin that has not answered yet neither holds up the call's release nor the channel's
   // close.
   WithdrawCredentialsRequest();
@@ -956,7 +1070,7 @@ void ClientCall::OnUserGone() {
 
 void ClientCall::MaybeRelease() {
   if (released_ || !completed_ || delivery_pending_ || deferred_ || stream_open_ ||
-      deadline_armed_ || queued_completions_ > 0 || credentials_pending_) {
+      deadline_armed_ || retry_pending_ || queued_completions_ > 0 || credentials_pending_) {
     return;
   }
   // Nothing runs for the call on the reactor any more: the channel need not wait for it. A

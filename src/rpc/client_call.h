@@ -28,6 +28,7 @@
 #include <asio/steady_timer.hpp>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "rill/client_call.h"
@@ -40,6 +41,7 @@
 #include "src/rpc/call_stats.h"
 #include "src/rpc/handler_slot.h"
 #include "src/rpc/inbound_queue.h"
+#include "src/rpc/service_config.h"
 
 namespace rill::internal {
 
@@ -148,6 +150,12 @@ class ClientCall : public RefCounted<ClientCall> {
   // The server refused the stream before its application saw it: opens it again (true), or
   // false when the call cannot be retried.
   bool RetryTransparently();
+  // The attempt ended with `status` before the response began: starts the next attempt after
+  // the policy's backoff (true), or false when the method's retry policy does not allow one.
+  bool RetryPerPolicy(const Status& status);
+  // Forgets the last attempt's stream and response and queues the request again.
+  void ResetAttempt();
+  void RedispatchAfter(std::chrono::milliseconds delay);
   void ArmDeadline();
   void MaybeRelease();
   void OnCredentials(uint64_t generation, StatusOr<Metadata> metadata);
@@ -201,6 +209,13 @@ class ClientCall : public RefCounted<ClientCall> {
   BufferSlice retained_request_;
   static constexpr int kMaxTransparentRetries = 5;
   int transparent_retries_ = 0;
+  // Retries per the service config (gRFC A6): unary calls whose request fits the buffer limit.
+  static constexpr size_t kMaxRetryBufferBytes = 256 * 1024;
+  const RetryPolicy* retry_policy_ = nullptr;  // the channel's service config owns it
+  int attempts_ = 1;
+  std::optional<int64_t> retry_pushback_ms_;  // the server's grpc-retry-pushback-ms
+  bool retry_pending_ = false;  // retry_timer_ runs
+  asio::steady_timer retry_timer_;
   bool user_holds_ = false;    // the user's stream object still exists (reactor's view)
   bool status_known_ = false;  // the final status is in final_status_
   Status final_status_;

@@ -257,8 +257,9 @@ bool Base64Decode(std::string_view text, std::string& out) {
 bool IsValidMetadataKey(std::string_view key) { return !key.empty() && AllHave(key, kKeyChar); }
 
 bool IsReservedMetadataKey(std::string_view key) {
-  // grpc-trace-bin is gRPC's, but the application (its tracer) sends it.
-  return key.starts_with("grpc-") && key != "grpc-trace-bin";
+  // grpc-trace-bin is gRPC's, but the application (its tracer) sends it; so does a server's
+  // handler with grpc-retry-pushback-ms, to tell retrying clients when (or not) to retry.
+  return key.starts_with("grpc-") && key != "grpc-trace-bin" && key != "grpc-retry-pushback-ms";
 }
 
 bool IsValidAsciiMetadataValue(std::string_view value) { return AllHave(value, kAsciiValueChar); }

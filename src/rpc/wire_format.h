@@ -60,7 +60,8 @@ void Base64Encode(std::string_view bytes, std::string& out);
 bool Base64Decode(std::string_view text, std::string& out);
 
 // Metadata keys: non-empty, only 0-9 a-z _ - . (lowercase). Keys starting with "grpc-" are
-// reserved for gRPC itself, except grpc-trace-bin (trace context the application propagates).
+// reserved for gRPC itself, except grpc-trace-bin (trace context the application propagates)
+// and grpc-retry-pushback-ms (a handler telling retrying clients when to retry, gRFC A6).
 bool IsValidMetadataKey(std::string_view key);
 bool IsReservedMetadataKey(std::string_view key);
 // Keys ending in "-bin" carry binary values.

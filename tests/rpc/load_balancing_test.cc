@@ -80,6 +80,46 @@ int ClosedPort() {
   return port;
 }
 
+// A resolver whose addresses the test changes while the channel runs.
+class MovableResolverFactory final : public ResolverFactory {
+ public:
+  std::string_view scheme() const override { return "movable"; }
+  std::unique_ptr<Resolver> Create(const TargetUri& target,
+                                   std::shared_ptr<ResolverListener> listener) override {
+    std::lock_guard lock(mu_);
+    listener_ = listener;
+    return std::make_unique<Handle>(this);
+  }
+  void SetAddresses(std::vector<std::string> addresses) {
+    std::shared_ptr<ResolverListener> listener;
+    {
+      std::lock_guard lock(mu_);
+      addresses_ = std::move(addresses);
+      listener = listener_;
+    }
+    if (listener != nullptr) listener->OnResult({.status = Status(), .addresses = addresses_});
+  }
+  std::atomic<int> resolves{0};
+
+ private:
+  class Handle final : public Resolver {
+   public:
+    explicit Handle(MovableResolverFactory* factory) : factory_(factory) {}
+    void Resolve() override {
+      factory_->resolves.fetch_add(1);
+      std::lock_guard lock(factory_->mu_);
+      factory_->listener_->OnResult({.status = Status(), .addresses = factory_->addresses_});
+    }
+
+   private:
+    MovableResolverFactory* factory_;
+  };
+
+  std::mutex mu_;
+  std::shared_ptr<ResolverListener> listener_;
+  std::vector<std::string> addresses_;
+};
+
 class LoadBalancingTest : public ::testing::Test {
  protected:
   void StartBackends(size_t n) {
@@ -116,6 +156,16 @@ class LoadBalancingTest : public ::testing::Test {
     }));
   }
   void TearDown() override { backends_.clear(); }
+
+  // A channel to "movable:///service", whose resolver reports backend 0 first.
+  std::shared_ptr<Channel> MovableChannel(const std::shared_ptr<MovableResolverFactory>& factory,
+                                          ChannelOptions options) {
+    factory->SetAddresses({backends_[0]->address()});
+    options.resolvers.push_back(factory);
+    auto channel = Channel::Create("movable:///service", options);
+    EXPECT_TRUE(channel.ok()) << channel.status();
+    return channel.ok() ? *channel : nullptr;
+  }
 
   std::vector<std::unique_ptr<Backend>> backends_;
 };
@@ -216,55 +266,12 @@ TEST(ChannelTargets, MalformedTargetsAndUnknownPoliciesAreRejected) {
             StatusCode::kInvalidArgument);
 }
 
-// A resolver whose addresses the test changes while the channel runs.
-class MovableResolverFactory final : public ResolverFactory {
- public:
-  std::string_view scheme() const override { return "movable"; }
-  std::unique_ptr<Resolver> Create(const TargetUri& target,
-                                   std::shared_ptr<ResolverListener> listener) override {
-    std::lock_guard lock(mu_);
-    listener_ = listener;
-    return std::make_unique<Handle>(this);
-  }
-  void SetAddresses(std::vector<std::string> addresses) {
-    std::shared_ptr<ResolverListener> listener;
-    {
-      std::lock_guard lock(mu_);
-      addresses_ = std::move(addresses);
-      listener = listener_;
-    }
-    if (listener != nullptr) listener->OnResult({.status = Status(), .addresses = addresses_});
-  }
-  std::atomic<int> resolves{0};
-
- private:
-  class Handle final : public Resolver {
-   public:
-    explicit Handle(MovableResolverFactory* factory) : factory_(factory) {}
-    void Resolve() override {
-      factory_->resolves.fetch_add(1);
-      std::lock_guard lock(factory_->mu_);
-      factory_->listener_->OnResult({.status = Status(), .addresses = factory_->addresses_});
-    }
-
-   private:
-    MovableResolverFactory* factory_;
-  };
-
-  std::mutex mu_;
-  std::shared_ptr<ResolverListener> listener_;
-  std::vector<std::string> addresses_;
-};
-
 TEST_F(LoadBalancingTest, UserResolverMovesCallsToItsNewAddresses) {
   ASSERT_NO_FATAL_FAILURE(StartBackends(2));
   auto factory = std::make_shared<MovableResolverFactory>();
-  factory->SetAddresses({backends_[0]->address()});
-  ChannelOptions options = FastRetry("pick_first");
-  options.resolvers.push_back(factory);
-  auto channel = Channel::Create("movable:///service", options);
-  ASSERT_TRUE(channel.ok()) << channel.status();
-  TestService::Stub stub(*channel);
+  auto channel = MovableChannel(factory, FastRetry("pick_first"));
+  ASSERT_NE(channel, nullptr);
+  TestService::Stub stub(channel);
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(EmptyCall(stub).ok());
   EXPECT_THAT(Counts(), ::testing::ElementsAre(5, 0));
   EXPECT_EQ(factory->resolves.load(), 1);
@@ -281,6 +288,23 @@ TEST_F(LoadBalancingTest, UserResolverMovesCallsToItsNewAddresses) {
   ASSERT_TRUE(WaitUntil([&] { return EmptyCall(stub).ok() && backends_[0]->service.calls > 0; }));
   // (No sooner than min_resolution_interval after the first resolution.)
   EXPECT_TRUE(WaitUntil([&] { return factory->resolves.load() >= 2; }));
+}
+
+TEST_F(LoadBalancingTest, IdleChannelLetsItsConnectionGoAndComesBack) {
+  ASSERT_NO_FATAL_FAILURE(StartBackends(1));
+  auto factory = std::make_shared<MovableResolverFactory>();
+  ChannelOptions options = FastRetry("pick_first");
+  options.idle_timeout = milliseconds(100);
+  auto channel = MovableChannel(factory, options);
+  ASSERT_NE(channel, nullptr);
+  TestService::Stub stub(channel);
+  ASSERT_TRUE(EmptyCall(stub).ok());
+  EXPECT_EQ(channel->GetState(false), ConnectivityState::kReady);
+  ASSERT_TRUE(WaitUntil([&] { return channel->GetState(false) == ConnectivityState::kIdle; }));
+  // The next call resolves the target again and reconnects.
+  EXPECT_TRUE(EmptyCall(stub).ok());
+  EXPECT_EQ(factory->resolves.load(), 2);
+  EXPECT_EQ(backends_[0]->service.calls.load(), 2);
 }
 
 TEST_F(LoadBalancingTest, ConnectivityStatesFollowTheBackend) {
