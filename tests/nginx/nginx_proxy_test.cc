@@ -670,5 +670,96 @@ TEST(NginxFrontEnds, TwoFrontEndsInFrontOfOneServer) {
   (*server)->Shutdown(milliseconds(100));
 }
 
+// One round_robin channel over both front ends of the test above ("ipv4:" with their two
+// addresses): once each has answered, calls alternate between them, so 200 calls split 100/100
+// (seen by the header each front end adds, and by ClientContext::peer()); when one front end is
+// stopped, wait-for-ready calls keep succeeding through the other.
+TEST(NginxFrontEnds, RoundRobinOverTwoFrontEnds) {
+  RILL_REQUIRE_PEER(NginxProcess::Available(), kNginxPeer);
+  interop::UnaryChecksService checks;
+  int backend_port = 0;
+  auto server = ServerBuilder()
+                    .AddListeningPort("127.0.0.1:0", &backend_port)
+                    .RegisterService(&checks)
+                    .SetReactorCount(1)
+                    .Build();
+  ASSERT_TRUE(server.ok()) << server.status();
+  const std::string backend = "127.0.0.1:" + std::to_string(backend_port);
+
+  std::vector<std::unique_ptr<NginxProcess>> front_ends;
+  std::map<std::string, std::string> name_of_peer;  // "ipv4:127.0.0.1:PORT" -> "a" or "b"
+  for (const char* name : {"a", "b"}) {
+    NginxOptions options;
+    options.request_headers.emplace_back("x-check-front-end", name);
+    auto nginx = NginxProcess::Start(backend, options);
+    ASSERT_TRUE(nginx.ok()) << nginx.status();
+    name_of_peer["ipv4:127.0.0.1:" + std::to_string((*nginx)->port())] = name;
+    front_ends.push_back(std::move(*nginx));
+  }
+  ASSERT_EQ(name_of_peer.size(), 2U);
+
+  {
+    ChannelOptions options;
+    options.load_balancing_policy = "round_robin";
+    // Reconnection attempts to the stopped front end stay frequent and short.
+    options.initial_backoff = milliseconds(100);
+    options.max_backoff = milliseconds(500);
+    auto channel = Channel::Create("ipv4:127.0.0.1:" + std::to_string(front_ends[0]->port()) +
+                                       ",127.0.0.1:" + std::to_string(front_ends[1]->port()),
+                                   options);
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    interop_checks::UnaryChecks::Stub stub(*channel);
+
+    // The front end a call went through by its header ("a", "b"), checked against the peer the
+    // channel reports; or the call's error.
+    auto call = [&](bool wait_for_ready) -> std::string {
+      ClientContext context;
+      context.set_timeout(seconds(30));
+      context.set_wait_for_ready(wait_for_ready);
+      CheckRequest request;
+      request.set_echo_metadata(true);
+      CheckResponse response;
+      const Status status = stub.Check(context, request, &response);
+      if (!status.ok()) return status.ToString();
+      const std::string header(
+          context.initial_metadata().Get("x-check-front-end").value_or("(none)"));
+      const auto by_peer = name_of_peer.find(std::string(context.peer()));
+      if (by_peer == name_of_peer.end()) {
+        return "unknown peer " + std::string(context.peer()) + " (header " + header + ")";
+      }
+      if (by_peer->second != header) {
+        return "peer " + by_peer->first + " is front end " + by_peer->second + ", header says " +
+               header;
+      }
+      return header;
+    };
+
+    // Both connections up: until each front end answered once.
+    std::map<std::string, int> warm_up;
+    for (int i = 0; i < 200 && warm_up.size() < 2; ++i) {
+      const std::string through = call(true);
+      ASSERT_TRUE(through == "a" || through == "b") << through;
+      ++warm_up[through];
+    }
+    ASSERT_EQ(warm_up.size(), 2U) << "only one front end answered 200 calls";
+
+    std::map<std::string, int> counts;
+    for (int i = 0; i < 200; ++i) ++counts[call(false)];
+    std::printf("200 round_robin calls: a %d, b %d\n", counts["a"], counts["b"]);
+    EXPECT_EQ(counts["a"], 100);
+    EXPECT_EQ(counts["b"], 100);
+    EXPECT_EQ(counts.size(), 2U) << "some calls failed or went elsewhere";
+
+    front_ends[0]->Stop();
+    std::map<std::string, int> after_stop;
+    for (int i = 0; i < 100; ++i) ++after_stop[call(true)];
+    std::printf("100 wait-for-ready calls with a stopped: b %d\n", after_stop["b"]);
+    EXPECT_EQ(after_stop["b"], 100);
+    EXPECT_EQ(after_stop.size(), 1U) << "some calls failed or went elsewhere";
+  }
+  front_ends.clear();
+  (*server)->Shutdown(milliseconds(100));
+}
+
 }  // namespace
 }  // namespace rill::test
