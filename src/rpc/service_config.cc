@@ -19,7 +19,6 @@ namespace {
 
 namespace pb = ::grpc::service_config;
 using ::google::protobuf::ListValue;
-using ::google::protobuf::Struct;
 using ::google::protobuf::Value;
 
 // gRFC A6 caps both policies' attempts at 5, whatever the config says.
