@@ -37,7 +37,7 @@ Status Invalid(std::string_view where, std::string_view what) {
 
 // protobuf's JSON parser (3.21) takes time quadratic in how deep arrays nest: 100000 nested '['
 // keep it busy for minutes. A service config nests a few levels (protobuf itself refuses objects
-// nested about 30 deep), so the depth is bounded before the parser runs.
+// nested a few dozen deep), so the depth is bounded before the parser runs.
 constexpr int kMaxJsonDepth = 64;
 
 bool NestsTooDeep(std::string_view json) {
