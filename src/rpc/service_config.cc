@@ -1,5 +1,6 @@
 #include "src/rpc/service_config.h"
 
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/duration.pb.h>
 #include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
@@ -19,7 +20,6 @@ namespace {
 
 namespace pb = ::grpc::service_config;
 using ::google::protobuf::ListValue;
-using ::google::protobuf::Struct;
 using ::google::protobuf::Value;
 
 // gRFC A6 caps both policies' attempts at 5, whatever the config says.
@@ -37,7 +37,7 @@ Status Invalid(std::string_view where, std::string_view what) {
 
 // protobuf's JSON parser (3.21) takes time quadratic in how deep arrays nest: 100000 nested '['
 // keep it busy for minutes. A service config nests a few levels (protobuf itself refuses objects
-// nested about 30 deep), so the depth is bounded before the parser runs.
+// nested a few dozen deep), so the depth is bounded before the parser runs.
 constexpr int kMaxJsonDepth = 64;
 
 bool NestsTooDeep(std::string_view json) {
@@ -75,12 +75,30 @@ std::optional<std::chrono::milliseconds> ToMillis(const google::protobuf::Durati
 }
 
 // A field of a JSON object as protobuf's parser reads it: by its JSON name or its proto name.
-const Value* Field(const Value* object, const char* json_name, const char* proto_name) {
+// Read through reflection, not through Map's inline code: protobuf 3.21's MapFieldBase has extra
+// members when compiled with ThreadSanitizer, so inline map code in a -fsanitize=thread build
+// misreads a Struct that libprotobuf.so filled in (and crashes).
+const Value* Field(const Value* object, const std::string& json_name,
+                   const std::string& proto_name) {
   if (object == nullptr || object->kind_case() != Value::kStructValue) return nullptr;
-  const auto& fields = object->struct_value().fields();
-  auto it = fields.find(json_name);
-  if (it == fields.end()) it = fields.find(proto_name);
-  return it == fields.end() ? nullptr : &it->second;
+  const google::protobuf::Message& fields_owner = object->struct_value();
+  const google::protobuf::Reflection* reflection = fields_owner.GetReflection();
+  const google::protobuf::FieldDescriptor* fields =
+      fields_owner.GetDescriptor()->FindFieldByNumber(google::protobuf::Struct::kFieldsFieldNumber);
+  const Value* by_proto_name = nullptr;
+  for (int i = 0, n = reflection->FieldSize(fields_owner, fields); i < n; ++i) {
+    const google::protobuf::Message& entry =
+        reflection->GetRepeatedMessage(fields_owner, fields, i);
+    const google::protobuf::Reflection* entry_reflection = entry.GetReflection();
+    const google::protobuf::Descriptor* entry_type = entry.GetDescriptor();
+    const std::string key = entry_reflection->GetString(entry, entry_type->map_key());
+    if (key != json_name && key != proto_name) continue;
+    const Value* value = google::protobuf::DynamicCastToGenerated<Value>(
+        &entry_reflection->GetMessage(entry, entry_type->map_value()));
+    if (key == json_name) return value;
+    by_proto_name = value;
+  }
+  return by_proto_name;
 }
 
 const Value* Element(const Value* list, int index) {

@@ -260,7 +260,8 @@ TEST(ServiceConfigTest, LoadBalancingChoice) {
 }
 
 TEST(ServiceConfigTest, RetryThrottlingKeepsThreeDecimals) {
-  ServiceConfig config = ParseOk(R"({"retryThrottling": {"maxTokens": 1000, "tokenRatio": 0.1234}})");
+  ServiceConfig config =
+      ParseOk(R"({"retryThrottling": {"maxTokens": 1000, "tokenRatio": 0.1234}})");
   ASSERT_TRUE(config.retry_throttling().has_value());
   EXPECT_EQ(config.retry_throttling()->max_tokens, 1000);
   EXPECT_DOUBLE_EQ(config.retry_throttling()->token_ratio, 0.123);
@@ -376,7 +377,8 @@ std::vector<InvalidCase> InvalidCases() {
        Retry(R"("maxAttempts": 2,)" + backoff + R"(, "retryableStatusCodes": [])"),
        "retryableStatusCodes is required"},
       {"unknown code name",
-       Retry(R"("maxAttempts": 2,)" + backoff + R"(, "retryableStatusCodes": ["UNAVAILABLE", "FOO"])"),
+       Retry(R"("maxAttempts": 2,)" + backoff +
+             R"(, "retryableStatusCodes": ["UNAVAILABLE", "FOO"])"),
        "retryableStatusCodes names an unknown status code \"FOO\""},
       {"code name in lower case",
        Retry(R"("maxAttempts": 2,)" + backoff + R"(, "retryableStatusCodes": ["unavailable"])"),
