@@ -62,13 +62,7 @@ client_pid=""
 stop_server() {
   local p=${pid[$1]:-}
   [ -n "$p" ] || return 0
-  kill -TERM "$p" 2>/dev/null || true
-  for _ in $(seq 100); do
-    kill -0 "$p" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$p" 2>/dev/null || true
-  wait "$p" 2>/dev/null || true
+  stop_process "$p" 100
   pid[$1]=""
 }
 

@@ -7,6 +7,7 @@
 // nginx is a peer here: without /usr/sbin/nginx (or the nginx $RILL_NGINX names) these tests
 // skip, or fail under RILL_REQUIRE_PEERS=1. tests/nginx/nginx_process.cc holds the
 // configuration and why each setting differs from nginx's defaults.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -606,159 +607,121 @@ TEST_F(NginxProxyTest, BackendDownIsUnavailable) {
   EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
 }
 
-// Two nginx front ends in front of one server, each naming itself to the server in a request
-// header (which UnaryChecks echoes): the client reaches the server through either, each call
-// goes through the front end its channel names, and when one front end is gone calls through it
-// fail UNAVAILABLE while the other still serves.
-TEST(NginxFrontEnds, TwoFrontEndsInFrontOfOneServer) {
-  RILL_REQUIRE_PEER(NginxProcess::Available(), kNginxPeer);
-  interop::UnaryChecksService checks;
-  int backend_port = 0;
-  auto server = ServerBuilder()
-                    .AddListeningPort("127.0.0.1:0", &backend_port)
-                    .RegisterService(&checks)
-                    .SetReactorCount(1)
-                    .Build();
-  ASSERT_TRUE(server.ok()) << server.status();
-  const std::string backend = "127.0.0.1:" + std::to_string(backend_port);
-
-  std::vector<std::unique_ptr<NginxProcess>> front_ends;
-  for (const char* name : {"a", "b"}) {
-    NginxOptions options;
-    options.request_headers.emplace_back("x-check-front-end", name);
-    auto nginx = NginxProcess::Start(backend, options);
-    ASSERT_TRUE(nginx.ok()) << nginx.status();
-    front_ends.push_back(std::move(*nginx));
+// Two nginx front ends ("a" and "b") in front of one server, each naming itself to the server
+// in a request header (which UnaryChecks echoes back).
+class NginxFrontEnds : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    RILL_REQUIRE_PEER(NginxProcess::Available(), kNginxPeer);
+    int backend_port = 0;
+    auto server = ServerBuilder()
+                      .AddListeningPort("127.0.0.1:0", &backend_port)
+                      .RegisterService(&checks_)
+                      .SetReactorCount(1)
+                      .Build();
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = std::move(*server);
+    const std::string backend = "127.0.0.1:" + std::to_string(backend_port);
+    for (const char* name : {"a", "b"}) {
+      NginxOptions options;
+      options.request_headers.emplace_back("x-check-front-end", name);
+      auto nginx = NginxProcess::Start(backend, options);
+      ASSERT_TRUE(nginx.ok()) << nginx.status();
+      name_of_peer_["ipv4:127.0.0.1:" + std::to_string((*nginx)->port())] = name;
+      front_ends_.push_back(std::move(*nginx));
+    }
+    ASSERT_EQ(name_of_peer_.size(), 2U);
   }
-  ASSERT_NE(front_ends[0]->port(), front_ends[1]->port());
+  void TearDown() override {
+    front_ends_.clear();
+    if (server_ != nullptr) server_->Shutdown(milliseconds(100));
+  }
 
-  // Which front end a call through `channel` went through, or its error.
-  auto call_through = [](const std::shared_ptr<Channel>& channel) -> std::string {
+  // The front end a call through `channel` went through by its header ("a", "b"), checked
+  // against the peer the channel reports; or the call's error.
+  std::string CallThrough(const std::shared_ptr<Channel>& channel, bool wait_for_ready = false) {
     interop_checks::UnaryChecks::Stub stub(channel);
     ClientContext context;
-    context.set_timeout(seconds(60));
+    context.set_timeout(seconds(30));
+    context.set_wait_for_ready(wait_for_ready);
     CheckRequest request;
     request.set_echo_metadata(true);
     CheckResponse response;
     const Status status = stub.Check(context, request, &response);
     if (!status.ok()) return status.ToString();
-    return std::string(context.initial_metadata().Get("x-check-front-end").value_or("(none)"));
-  };
-
-  {
-    std::vector<std::shared_ptr<Channel>> channels;
-    for (const auto& front_end : front_ends) {
-      auto channel = Channel::Create(front_end->target());
-      ASSERT_TRUE(channel.ok()) << channel.status();
-      channels.push_back(*channel);
+    const std::string header(context.initial_metadata().Get("x-check-front-end").value_or("(none)"));
+    const auto by_peer = name_of_peer_.find(std::string(context.peer()));
+    if (by_peer == name_of_peer_.end()) {
+      return "unknown peer " + std::string(context.peer()) + " (header " + header + ")";
     }
-    for (int round = 0; round < 3; ++round) {
-      EXPECT_EQ(call_through(channels[0]), "a");
-      EXPECT_EQ(call_through(channels[1]), "b");
+    if (by_peer->second != header) {
+      return "peer " + by_peer->first + " is front end " + by_peer->second + ", header says " +
+             header;
     }
-
-    front_ends[0]->Stop();
-    ClientContext context;
-    context.set_timeout(seconds(60));
-    interop_checks::UnaryChecks::Stub stub(channels[0]);
-    CheckResponse response;
-    const Status status = stub.Check(context, CheckRequest(), &response);
-    EXPECT_EQ(status.code(), StatusCode::kUnavailable) << status;
-    EXPECT_EQ(call_through(channels[1]), "b");
+    return header;
   }
-  front_ends.clear();
-  (*server)->Shutdown(milliseconds(100));
+
+  interop::UnaryChecksService checks_;
+  std::unique_ptr<Server> server_;
+  std::vector<std::unique_ptr<NginxProcess>> front_ends_;
+  std::map<std::string, std::string> name_of_peer_;  // "ipv4:127.0.0.1:PORT" -> "a" or "b"
+};
+
+// The client reaches the server through either front end, each call goes through the front
+// end its channel names, and when one front end is gone calls through it fail UNAVAILABLE
+// while the other still serves.
+TEST_F(NginxFrontEnds, TwoFrontEndsInFrontOfOneServer) {
+  std::vector<std::shared_ptr<Channel>> channels;
+  for (const auto& front_end : front_ends_) {
+    auto channel = Channel::Create(front_end->target());
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    channels.push_back(*channel);
+  }
+  for (int round = 0; round < 3; ++round) {
+    EXPECT_EQ(CallThrough(channels[0]), "a");
+    EXPECT_EQ(CallThrough(channels[1]), "b");
+  }
+  front_ends_[0]->Stop();
+  EXPECT_THAT(CallThrough(channels[0]), ::testing::StartsWith("UNAVAILABLE"));
+  EXPECT_EQ(CallThrough(channels[1]), "b");
 }
 
-// One round_robin channel over both front ends of the test above ("ipv4:" with their two
-// addresses): once each has answered, calls alternate between them, so 200 calls split 100/100
-// (seen by the header each front end adds, and by ClientContext::peer()); when one front end is
+// One round_robin channel over both front ends ("ipv4:" with their two addresses): once each
+// has answered, calls alternate between them, so 200 calls split 100/100; when one front end is
 // stopped, wait-for-ready calls keep succeeding through the other.
-TEST(NginxFrontEnds, RoundRobinOverTwoFrontEnds) {
-  RILL_REQUIRE_PEER(NginxProcess::Available(), kNginxPeer);
-  interop::UnaryChecksService checks;
-  int backend_port = 0;
-  auto server = ServerBuilder()
-                    .AddListeningPort("127.0.0.1:0", &backend_port)
-                    .RegisterService(&checks)
-                    .SetReactorCount(1)
-                    .Build();
-  ASSERT_TRUE(server.ok()) << server.status();
-  const std::string backend = "127.0.0.1:" + std::to_string(backend_port);
+TEST_F(NginxFrontEnds, RoundRobinOverTwoFrontEnds) {
+  ChannelOptions options;
+  options.load_balancing_policy = "round_robin";
+  // Reconnection attempts to the stopped front end stay frequent and short.
+  options.initial_backoff = milliseconds(100);
+  options.max_backoff = milliseconds(500);
+  auto channel = Channel::Create("ipv4:127.0.0.1:" + std::to_string(front_ends_[0]->port()) +
+                                     ",127.0.0.1:" + std::to_string(front_ends_[1]->port()),
+                                 options);
+  ASSERT_TRUE(channel.ok()) << channel.status();
 
-  std::vector<std::unique_ptr<NginxProcess>> front_ends;
-  std::map<std::string, std::string> name_of_peer;  // "ipv4:127.0.0.1:PORT" -> "a" or "b"
-  for (const char* name : {"a", "b"}) {
-    NginxOptions options;
-    options.request_headers.emplace_back("x-check-front-end", name);
-    auto nginx = NginxProcess::Start(backend, options);
-    ASSERT_TRUE(nginx.ok()) << nginx.status();
-    name_of_peer["ipv4:127.0.0.1:" + std::to_string((*nginx)->port())] = name;
-    front_ends.push_back(std::move(*nginx));
+  // Both connections up: until each front end answered once.
+  std::map<std::string, int> warm_up;
+  for (int i = 0; i < 200 && warm_up.size() < 2; ++i) {
+    const std::string through = CallThrough(*channel, /*wait_for_ready=*/true);
+    ASSERT_TRUE(through == "a" || through == "b") << through;
+    ++warm_up[through];
   }
-  ASSERT_EQ(name_of_peer.size(), 2U);
+  ASSERT_EQ(warm_up.size(), 2U) << "only one front end answered 200 calls";
 
-  {
-    ChannelOptions options;
-    options.load_balancing_policy = "round_robin";
-    // Reconnection attempts to the stopped front end stay frequent and short.
-    options.initial_backoff = milliseconds(100);
-    options.max_backoff = milliseconds(500);
-    auto channel = Channel::Create("ipv4:127.0.0.1:" + std::to_string(front_ends[0]->port()) +
-                                       ",127.0.0.1:" + std::to_string(front_ends[1]->port()),
-                                   options);
-    ASSERT_TRUE(channel.ok()) << channel.status();
-    interop_checks::UnaryChecks::Stub stub(*channel);
+  std::map<std::string, int> counts;
+  for (int i = 0; i < 200; ++i) ++counts[CallThrough(*channel)];
+  std::printf("200 round_robin calls: a %d, b %d\n", counts["a"], counts["b"]);
+  EXPECT_EQ(counts["a"], 100);
+  EXPECT_EQ(counts["b"], 100);
+  EXPECT_EQ(counts.size(), 2U) << "some calls failed or went elsewhere";
 
-    // The front end a call went through by its header ("a", "b"), checked against the peer the
-    // channel reports; or the call's error.
-    auto call = [&](bool wait_for_ready) -> std::string {
-      ClientContext context;
-      context.set_timeout(seconds(30));
-      context.set_wait_for_ready(wait_for_ready);
-      CheckRequest request;
-      request.set_echo_metadata(true);
-      CheckResponse response;
-      const Status status = stub.Check(context, request, &response);
-      if (!status.ok()) return status.ToString();
-      const std::string header(
-          context.initial_metadata().Get("x-check-front-end").value_or("(none)"));
-      const auto by_peer = name_of_peer.find(std::string(context.peer()));
-      if (by_peer == name_of_peer.end()) {
-        return "unknown peer " + std::string(context.peer()) + " (header " + header + ")";
-      }
-      if (by_peer->second != header) {
-        return "peer " + by_peer->first + " is front end " + by_peer->second + ", header says " +
-               header;
-      }
-      return header;
-    };
-
-    // Both connections up: until each front end answered once.
-    std::map<std::string, int> warm_up;
-    for (int i = 0; i < 200 && warm_up.size() < 2; ++i) {
-      const std::string through = call(true);
-      ASSERT_TRUE(through == "a" || through == "b") << through;
-      ++warm_up[through];
-    }
-    ASSERT_EQ(warm_up.size(), 2U) << "only one front end answered 200 calls";
-
-    std::map<std::string, int> counts;
-    for (int i = 0; i < 200; ++i) ++counts[call(false)];
-    std::printf("200 round_robin calls: a %d, b %d\n", counts["a"], counts["b"]);
-    EXPECT_EQ(counts["a"], 100);
-    EXPECT_EQ(counts["b"], 100);
-    EXPECT_EQ(counts.size(), 2U) << "some calls failed or went elsewhere";
-
-    front_ends[0]->Stop();
-    std::map<std::string, int> after_stop;
-    for (int i = 0; i < 100; ++i) ++after_stop[call(true)];
-    std::printf("100 wait-for-ready calls with a stopped: b %d\n", after_stop["b"]);
-    EXPECT_EQ(after_stop["b"], 100);
-    EXPECT_EQ(after_stop.size(), 1U) << "some calls failed or went elsewhere";
-  }
-  front_ends.clear();
-  (*server)->Shutdown(milliseconds(100));
+  front_ends_[0]->Stop();
+  std::map<std::string, int> after_stop;
+  for (int i = 0; i < 100; ++i) ++after_stop[CallThrough(*channel, /*wait_for_ready=*/true)];
+  std::printf("100 wait-for-ready calls with a stopped: b %d\n", after_stop["b"]);
+  EXPECT_EQ(after_stop["b"], 100);
+  EXPECT_EQ(after_stop.size(), 1U) << "some calls failed or went elsewhere";
 }
 
 }  // namespace

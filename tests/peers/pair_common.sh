@@ -35,15 +35,23 @@ command_for() {
 # and removes $work.
 work=$(mktemp -d)
 server_pid=""
+
+# Stops process $1: SIGTERM, SIGKILL if it is still there after $2 tenths of a second (default
+# 50), and waits for it.
+stop_process() {
+  local p=$1 tenths=${2:-50}
+  kill -TERM "$p" 2>/dev/null || true
+  for _ in $(seq "$tenths"); do
+    kill -0 "$p" 2>/dev/null || break
+    sleep 0.1
+  done
+  kill -KILL "$p" 2>/dev/null || true
+  wait "$p" 2>/dev/null || true
+}
+
 cleanup() {
   if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-    kill -TERM "$server_pid" 2>/dev/null || true
-    for _ in $(seq 50); do
-      kill -0 "$server_pid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
+    stop_process "$server_pid"
   fi
   rm -rf "$work"
 }

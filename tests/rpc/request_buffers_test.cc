@@ -7,9 +7,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
+#include <initializer_list>
 #include <mutex>
 #include <thread>
 
@@ -159,6 +161,25 @@ class RequestBuffersTest : public ::testing::TestWithParam<Transport> {
     return server_->NewChannel(options);
   }
 
+  // Makes `call` with requests of each size; the handler must have seen the whole request
+  // parsed while at most the read block whose bytes completed it (the handler runs inside that
+  // read) was still out, although the request spans many blocks.
+  template <typename Call>
+  void ExpectFreedBeforeTheHandler(std::initializer_list<size_t> sizes, Call call) {
+    for (size_t size : sizes) {
+      ClientContext context;
+      const SimpleRequest request = RequestOfSize(size);
+      SimpleResponse response;
+      const Status status = call(context, request, response);
+      ASSERT_TRUE(status.ok()) << status;
+      const PoolSnapshot s = service_.snapshot();
+      ASSERT_TRUE(s.taken);
+      EXPECT_EQ(s.request_body, request.payload().body().size());
+      EXPECT_LE(s.blocks_out, 1u) << size;
+      EXPECT_LE(s.bytes_out, read_block_size_) << size;
+    }
+  }
+
   // The server's reactor has finished whatever it was doing.
   void DrainServer() { DrainReactor(server_reactors_.reactor(0)); }
   // Both reactors have: no request or response is in flight anywhere.
@@ -185,20 +206,11 @@ TEST_P(RequestBuffersTest, PooledRequestIsFreedBeforeAPlainHandlerRuns) {
   StartServer();
   auto channel = NewChannel();
   TestService::Stub stub(channel);
-  for (size_t size : {size_t{64 * 1024}, size_t{1024 * 1024}, size_t{4 * 1024 * 1024}}) {
-    ClientContext context;
-    const SimpleRequest request = RequestOfSize(size);
-    SimpleResponse response;
-    const Status status = stub.UnaryCall(context, request, &response);
-    ASSERT_TRUE(status.ok()) << status;
-    const PoolSnapshot s = service_.snapshot();
-    ASSERT_TRUE(s.taken);
-    EXPECT_EQ(s.request_body, request.payload().body().size());
-    // At most the read block whose bytes completed the request (the handler runs inside that
-    // read); the request itself spans many blocks.
-    EXPECT_LE(s.blocks_out, 1u) << size;
-    EXPECT_LE(s.bytes_out, read_block_size_) << size;
-  }
+  ExpectFreedBeforeTheHandler({64 * 1024, 1024 * 1024, 4 * 1024 * 1024},
+                              [&](ClientContext& context, const SimpleRequest& request,
+                                  SimpleResponse& response) {
+                                return stub.UnaryCall(context, request, &response);
+                              });
   // Both sides: in-process, the client reads views of the server's blocks and lets them go
   // on its own reactor after the call completed.
   DrainBoth();
@@ -209,18 +221,11 @@ TEST_P(RequestBuffersTest, PooledRequestIsFreedBeforeACoroutineHandlerRuns) {
   StartServer();
   auto channel = NewChannel();
   TestService::Stub stub(channel);
-  for (size_t size : {size_t{64 * 1024}, size_t{1024 * 1024}}) {
-    ClientContext context;
-    const SimpleRequest request = RequestOfSize(size);
-    SimpleResponse response;
-    const Status status = stub.CacheableUnaryCall(context, request, &response);
-    ASSERT_TRUE(status.ok()) << status;
-    const PoolSnapshot s = service_.snapshot();
-    ASSERT_TRUE(s.taken);
-    EXPECT_EQ(s.request_body, request.payload().body().size());
-    EXPECT_LE(s.blocks_out, 1u) << size;
-    EXPECT_LE(s.bytes_out, read_block_size_) << size;
-  }
+  ExpectFreedBeforeTheHandler({64 * 1024, 1024 * 1024},
+                              [&](ClientContext& context, const SimpleRequest& request,
+                                  SimpleResponse& response) {
+                                return stub.CacheableUnaryCall(context, request, &response);
+                              });
 }
 
 TEST_P(RequestBuffersTest, SmallRequestIsFreedBeforeTheHandlerRuns) {

@@ -85,33 +85,22 @@ class EchoService final : public TestService::Service {
     co_return Status();
   }
 
-  MetadataEntries metadata() {
-    std::lock_guard lock(mu_);
-    return metadata_;
-  }
-  std::string method() {
-    std::lock_guard lock(mu_);
-    return method_;
-  }
-  std::string authority() {
-    std::lock_guard lock(mu_);
-    return authority_;
-  }
-  std::string peer() {
-    std::lock_guard lock(mu_);
-    return peer_;
-  }
-  size_t request_size() {
-    std::lock_guard lock(mu_);
-    return request_size_;
-  }
-  std::string request_body() {
-    std::lock_guard lock(mu_);
-    return request_body_;
-  }
+  // What the last call carried (copies, taken under the lock the handlers write under).
+  MetadataEntries metadata() { return Locked(metadata_); }
+  std::string method() { return Locked(method_); }
+  std::string authority() { return Locked(authority_); }
+  std::string peer() { return Locked(peer_); }
+  size_t request_size() { return Locked(request_size_); }
+  std::string request_body() { return Locked(request_body_); }
   int calls() const { return calls_.load(); }
 
  private:
+  template <typename T>
+  T Locked(const T& field) {
+    std::lock_guard lock(mu_);
+    return field;
+  }
+
   std::mutex mu_;
   MetadataEntries metadata_;
   std::string method_;
