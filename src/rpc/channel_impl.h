@@ -108,6 +108,14 @@ class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper
   [[nodiscard]] const MethodConfig* MethodConfigFor(std::string_view path) const {
     return service_config_ ? service_config_->Find(path) : nullptr;
   }
+  // The channel-wide budget for requests held for retries (gRPC's 16 MiB): a call that does
+  // not fit is not retried per policy.
+  bool ReserveRetryBuffer(size_t bytes) noexcept {
+    if (retry_buffer_bytes_ + bytes > kMaxRetryBufferBytes) return false;
+    retry_buffer_bytes_ += bytes;
+    return true;
+  }
+  void ReleaseRetryBuffer(size_t bytes) noexcept { retry_buffer_bytes_ -= bytes; }
   // Null unless the service config asks for retry throttling. Thread-safe.
   [[nodiscard]] RetryThrottle* retry_throttle() const noexcept { return retry_throttle_.get(); }
 
@@ -212,6 +220,8 @@ class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper
   std::string tls_verify_name_;
   std::optional<ServiceConfig> service_config_;
   std::unique_ptr<RetryThrottle> retry_throttle_;
+  static constexpr size_t kMaxRetryBufferBytes = 16 * 1024 * 1024;
+  size_t retry_buffer_bytes_ = 0;  // reactor-confined
 
   // Published connectivity, for GetState() and the waits.
   std::mutex state_mu_;

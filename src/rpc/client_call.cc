@@ -203,7 +203,7 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   attempts_ = 1;
   retry_pushback_ms_.reset();
   retry_policy_ = nullptr;
-  retained_request_.Free();
+  CommitAttempt();
   wait_for_ready_ = context.wait_for_ready(channel_.options().wait_for_ready);
   messages_before_stream_ = stream ? 0 : 1;  // a unary call's request is queued at once
   delivery_pending_ = false;
@@ -278,8 +278,10 @@ Status ClientCall::Prepare() {
     // Retried attempts resend the request from its pooled buffers, up to the per-call limit
     // gRPC sets for what a retry may hold.
     if (config->retry_policy && !is_stream_ &&
-        retained_request_.size() <= kMaxRetryBufferBytes) {
+        retained_request_.size() <= kMaxRetryBufferBytes &&
+        channel_.ReserveRetryBuffer(retained_request_.size())) {
       retry_policy_ = &*config->retry_policy;
+      retry_reserved_ = retained_request_.size();
     }
   }
   if (deadline_ != ClientContext::Clock::time_point::max() && deadline_ <= now) {
@@ -485,7 +487,7 @@ void ClientCall::OnHeadersEnd(HeadersKind kind, bool end_stream) {
   if (kind == HeadersKind::kResponse) {
     // Response headers commit the call (it is never retried from here on); a trailers-only
     // response does not.
-    if (!end_stream) retained_request_.Free();
+    if (!end_stream) CommitAttempt();
     if (end_stream) {
       // Trailers-only: its metadata is the call's trailing metadata.
       if (is_stream_) {
@@ -667,6 +669,14 @@ bool ClientCall::RetryPerPolicy(const Status& status) {
   ResetAttempt();
   RedispatchAfter(delay);
   return true;
+}
+
+void ClientCall::CommitAttempt() {
+  retained_request_.Free();
+  if (retry_reserved_ != 0) {
+    channel_.ReleaseRetryBuffer(retry_reserved_);
+    retry_reserved_ = 0;
+  }
 }
 
 void ClientCall::ResetAttempt() {
@@ -1084,7 +1094,7 @@ void ClientCall::MaybeRelease() {
   out_.Reset();
   inbound_.Clear();
   write_bytes_.Free();
-  retained_request_.Free();
+  CommitAttempt();
   Gate::Holder holder = std::move(gate_holder_);
   Unref();  // the reactor's reference; the call may be gone after this
 }

@@ -155,6 +155,9 @@ class ClientCall : public RefCounted<ClientCall> {
   bool RetryPerPolicy(const Status& status);
   // Forgets the last attempt's stream and response and queues the request again.
   void ResetAttempt();
+  // The call is committed (its response began, or it is over): the request held for retries
+  // goes, with its share of the channel's retry buffer.
+  void CommitAttempt();
   void RedispatchAfter(std::chrono::milliseconds delay);
   void ArmDeadline();
   void MaybeRelease();
@@ -212,6 +215,7 @@ class ClientCall : public RefCounted<ClientCall> {
   // Retries per the service config (gRFC A6): unary calls whose request fits the buffer limit.
   static constexpr size_t kMaxRetryBufferBytes = 256 * 1024;
   const RetryPolicy* retry_policy_ = nullptr;  // the channel's service config owns it
+  size_t retry_reserved_ = 0;  // bytes of the channel's retry buffer this call holds
   int attempts_ = 1;
   std::optional<int64_t> retry_pushback_ms_;  // the server's grpc-retry-pushback-ms
   bool retry_pending_ = false;  // retry_timer_ runs
