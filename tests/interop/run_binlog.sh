@@ -23,6 +23,9 @@ protoc -I "$proto_root" --python_out="$tmp" grpc/binlog/v1/binarylog.proto
 check() { /usr/bin/python3 "$here/binlog_check.py" --proto_dir "$tmp" "$@"; }
 
 start_server() {  # LOG FILTER
+  # Emptied here, not by the background job's redirection: that runs only once the job does,
+  # and the loop below could read the previous server's port first.
+  : >"$tmp/server.out"
   "$server" --port=0 --binary_log="$1" --binary_log_filter="$2" >"$tmp/server.out" 2>"$tmp/server.err" &
   server_pid=$!
   for _ in $(seq 1 100); do
