@@ -62,6 +62,7 @@ for server in "${servers[@]}"; do
   for probe in "${probes[@]}"; do
     out="$workdir/out"
     err="$workdir/err"
+    : >"$out"  # emptied before the loop below reads it (the last server's port is in it)
     # shellcheck disable=SC2086
     "$exe" --port=0 --use_tls=false ${extra[$server]:-} >"$out" 2>"$err" &
     pid=$!
