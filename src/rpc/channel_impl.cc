@@ -1,5 +1,6 @@
 #include "src/rpc/channel_impl.h"
 
+#include <algorithm>
 #include <asio/post.hpp>
 
 #include "rill/log.h"
@@ -420,9 +421,12 @@ Subchannel* ChannelImpl::AcquireSubchannel(const asio::generic::stream_protocol:
 void ChannelImpl::ReleaseSubchannel(Subchannel* subchannel) {
   subchannel->DropUse();
   if (subchannel->finished()) {
-    // Never destroyed inside its own callbacks, which may be what led here.
+    // Never destroyed inside its own callbacks, which may be what led here. It may be gone by
+    // then (released twice, destroyed by the first): found by address before it is touched.
     asio::post(*io_context_, [this, subchannel, holder = gate_.Enter()] {
-      if (subchannel->finished()) OnSubchannelFinished(subchannel);
+      const auto it = std::find_if(subchannels_.begin(), subchannels_.end(),
+                                   [subchannel](const auto& s) { return s.get() == subchannel; });
+      if (it != subchannels_.end() && (*it)->finished()) OnSubchannelFinished(subchannel);
     });
   }
 }
