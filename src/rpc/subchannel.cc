@@ -49,17 +49,21 @@ void Subchannel::SetState(ConnectivityState state) {
   if (!shut_down_) channel_.OnSubchannelState(*this);
 }
 
-void Subchannel::DropUse() {
-  if (--uses_ > 0) return;
-  // Nobody picks this address any more: stop trying, and let the connections go once their
-  // calls are done.
-  ++attempt_;
+void Subchannel::StopConnecting() {
+  ++attempt_;  // handlers of the attempt under way find a newer one and do nothing
   asio::error_code ignored;
   connect_timer_.cancel();
   backoff_timer_.cancel();
   if (connecting_socket_) connecting_socket_->close(ignored);
   connecting_socket_.reset();
   transport_ = nullptr;
+}
+
+void Subchannel::DropUse() {
+  if (--uses_ > 0) return;
+  // Nobody picks this address any more: stop trying, and let the connections go once their
+  // calls are done.
+  StopConnecting();
   for (const auto& transport : transports_) transport->CloseWhenIdle();
   state_ = ConnectivityState::kIdle;
   channelz_.SetState(ChannelzState(state_));
@@ -67,13 +71,7 @@ void Subchannel::DropUse() {
 
 void Subchannel::Shutdown(const Status& reason) {
   shut_down_ = true;
-  ++attempt_;
-  asio::error_code ignored;
-  connect_timer_.cancel();
-  backoff_timer_.cancel();
-  if (connecting_socket_) connecting_socket_->close(ignored);
-  connecting_socket_.reset();
-  transport_ = nullptr;
+  StopConnecting();
   // Closing a connection ends its calls (ClientCall::OnConnectionLost).
   for (const auto& transport : transports_) transport->Close(reason);
   SetState(ConnectivityState::kShutdown);

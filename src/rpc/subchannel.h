@@ -81,6 +81,8 @@ class Subchannel {
 
  private:
   void SetState(ConnectivityState state);
+  // Ends the attempt and the backoff under way; the ready connection takes no new calls here.
+  void StopConnecting();
   void OnConnected(asio::generic::stream_protocol::socket socket);
   void OnConnected(PipeEnd pipe);
   void StartTransport(std::unique_ptr<ClientTransport> transport);
