@@ -1,8 +1,8 @@
 // A closed-loop unary client on libgrpc++'s asynchronous completion-queue API: the baseline
 // for the cost of client-side load balancing.
 //
-//   peer_cpp_bench_client --target=ipv4:127.0.0.1:P1,127.0.0.1:P2 --lb_policy=round_robin \
-//       --calls=100 --warmup_s=2 --duration_s=10
+//   peer_cpp_bench_client --target=ipv4:127.0.0.1:P1,127.0.0.1:P2 --lb_policy=round_robin
+//                         --calls=100 --warmup_s=2 --duration_s=10
 //
 // One thread keeps --calls grpc.testing.BenchmarkService/UnaryCall calls in flight (1-byte
 // request and response payloads); each completion starts the next call. After the warm-up it
