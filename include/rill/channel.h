@@ -16,7 +16,8 @@
 // when a connection fails or gets GOAWAY), "ipv4:" and "ipv6:" address lists, "unix:/path",
 // "unix-abstract:name", and schemes of the resolvers given in ChannelOptions::resolvers.
 // Load balancing: "pick_first" (the default: the first address that connects takes every
-// call) or "round_robin" (each call to the next connected address).
+// call), "round_robin" (each call to the next connected address), or a policy of one's own
+// (rill/load_balancing.h).
 //
 // Connectivity (gRPC's states): a channel is IDLE until its first call (or GetState(true)),
 // CONNECTING while it resolves and connects, READY when calls have a connection,
@@ -61,6 +62,7 @@ class StatsHandler;
 // gzip, deflate and zstd (rill/compression.h).
 std::vector<std::shared_ptr<Compressor>> DefaultCompressors();
 class ReactorPool;
+class LoadBalancingPolicyFactory;
 
 namespace internal {
 class ChannelImpl;
@@ -103,8 +105,11 @@ struct ChannelOptions {
   // may say otherwise: ClientContext::set_wait_for_ready).
   bool wait_for_ready = false;
 
-  // "pick_first" or "round_robin"; another name fails Create() with INVALID_ARGUMENT.
+  // "pick_first", "round_robin" or the name of one of load_balancing_policies; another name
+  // fails Create() with INVALID_ARGUMENT.
   std::string load_balancing_policy = "pick_first";
+  // Policies of one's own (rill/load_balancing.h), chosen by name here or by the service config.
+  std::vector<std::shared_ptr<LoadBalancingPolicyFactory>> load_balancing_policies;
   // Resolvers for more target schemes (rill/resolver.h); they take precedence over the
   // built-in ones for the same scheme.
   std::vector<std::shared_ptr<ResolverFactory>> resolvers;

@@ -111,7 +111,11 @@ ChannelImpl* ChannelImpl::CreateInProcess(ChannelOptions options,
 Status ChannelImpl::Init(std::string_view target) {
   std::string policy = options_.load_balancing_policy;
   if (!options_.service_config.empty()) {
-    StatusOr<ServiceConfig> config = ServiceConfig::Parse(options_.service_config);
+    std::vector<std::string> more_policies;
+    for (const auto& factory : options_.load_balancing_policies) {
+      if (factory != nullptr) more_policies.emplace_back(factory->name());
+    }
+    StatusOr<ServiceConfig> config = ServiceConfig::Parse(options_.service_config, more_policies);
     if (!config.ok()) {
       return Status(StatusCode::kInvalidArgument,
                     "bad service config: " + std::string(config.status().message()));
@@ -125,7 +129,7 @@ Status ChannelImpl::Init(std::string_view target) {
     }
   }
   lb_policy_ = policy;
-  lb_ = MakeLoadBalancer(policy, *this, *io_context_);
+  lb_ = MakeLoadBalancer(policy, *this, *io_context_, options_.load_balancing_policies);
   if (lb_ == nullptr) {
     return Status(StatusCode::kInvalidArgument,
                   "unknown load-balancing policy \"" + policy + "\"");
@@ -292,7 +296,7 @@ void ChannelImpl::EnterIdle() {
   // A fresh policy without addresses: its predecessor's subchannels close their connections,
   // and the next call resolves the target again.
   lb_->Shutdown();
-  lb_ = MakeLoadBalancer(lb_policy_, *this, *io_context_);
+  lb_ = MakeLoadBalancer(lb_policy_, *this, *io_context_, options_.load_balancing_policies);
   have_addresses_ = false;
   SetState(ConnectivityState::kIdle);
 }
@@ -312,7 +316,7 @@ void ChannelImpl::Dispatch(ClientCall* call) {
 }
 
 bool ChannelImpl::TryPick(ClientCall* call) {
-  if (ClientTransport* transport = lb_->Pick()) {
+  if (ClientTransport* transport = lb_->Pick(call->method_path())) {
     call->StartOn(*transport);
     return true;
   }

@@ -68,6 +68,7 @@ class ClientCall : public RefCounted<ClientCall> {
   // calling thread.
   Status Prepare();
   [[nodiscard]] bool is_stream() const noexcept { return is_stream_; }
+  [[nodiscard]] const char* method_path() const noexcept { return method_->path; }
   // Waits for a connection in TRANSIENT_FAILURE instead of failing (the context's choice, or
   // the channel's default).
   [[nodiscard]] bool wait_for_ready() const noexcept { return wait_for_ready_; }

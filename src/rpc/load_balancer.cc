@@ -1,10 +1,15 @@
 #include "src/rpc/load_balancer.h"
 
 #include <algorithm>
+#include <asio/post.hpp>
 #include <asio/steady_timer.hpp>
 #include <chrono>
+#include <unordered_map>
 
+#include "rill/log.h"
+#include "src/base/user_code.h"
 #include "src/rpc/subchannel.h"
+#include "src/transport/address.h"
 
 namespace rill::internal {
 namespace {
@@ -71,7 +76,7 @@ class PickFirst final : public LoadBalancer {
     if (selected_ == nullptr && subchannels_.empty()) StartOver();
   }
 
-  ClientTransport* Pick() override {
+  ClientTransport* Pick(std::string_view /*method*/) override {
     return selected_ != nullptr ? selected_->ready_transport() : nullptr;
   }
 
@@ -197,7 +202,7 @@ class RoundRobin final : public LoadBalancer {
     for (Subchannel* subchannel : subchannels_) subchannel->RequestConnection();
   }
 
-  ClientTransport* Pick() override {
+  ClientTransport* Pick(std::string_view /*method*/) override {
     const size_t n = subchannels_.size();
     for (size_t i = 0; i < n; ++i) {
       const size_t index = (next_ + i) % n;
@@ -245,10 +250,158 @@ class RoundRobin final : public LoadBalancer {
   Status last_failure_;
 };
 
+
+// A user's policy. It hears subchannel changes from a fresh handler (they may happen inside a
+// connection's callbacks), is called inside an exception boundary, and may hold only the
+// subchannels it acquired: what it returns from Pick is checked against them.
+class UserPolicy final : public LoadBalancer, private LbHelper {
+ public:
+  UserPolicy(Helper& helper, asio::io_context& io_context, LoadBalancingPolicyFactory& factory)
+      : LoadBalancer(helper), io_context_(io_context), name_(factory.name()) {
+    try {
+      policy_ = factory.Create(*this);
+      if (policy_ == nullptr) Broke("Create", "made no policy");
+    } catch (...) {
+      Broke("Create", DescribeCurrentException());
+    }
+    constructing_ = false;
+  }
+
+  ~UserPolicy() override { Shutdown(); }
+
+  void UpdateAddresses(const std::vector<Endpoint>& addresses) override {
+    endpoints_.clear();
+    std::vector<std::string> names;
+    names.reserve(addresses.size());
+    for (const Endpoint& endpoint : addresses) {
+      names.push_back(NumericAddress(endpoint));
+      endpoints_.emplace(names.back(), endpoint);
+    }
+    Call("UpdateAddresses", [&] { policy_->UpdateAddresses(names); });
+  }
+
+  void OnSubchannelState(Subchannel& subchannel) override {
+    if (!uses_.contains(&subchannel)) return;
+    asio::post(io_context_, [this, alive = alive_, subchannel = &subchannel] {
+      // Released meanwhile: the subchannel may be gone.
+      if (!*alive || !uses_.contains(subchannel)) return;
+      Call("OnSubchannelState", [&] { policy_->OnSubchannelState(*subchannel); });
+    });
+  }
+
+  void ExitIdle() override {
+    Call("ExitIdle", [&] { policy_->ExitIdle(); });
+  }
+
+  ClientTransport* Pick(std::string_view method) override {
+    LbSubchannel* picked = nullptr;
+    Call("Pick", [&] { picked = policy_->Pick(LbPickArgs{.method = method}); });
+    if (picked == nullptr) return nullptr;
+    auto it = uses_.find(picked);
+    if (it == uses_.end()) {
+      Broke("Pick", "returned a subchannel it does not hold");
+      return nullptr;
+    }
+    return it->second.subchannel->ready_transport();
+  }
+
+  void Shutdown() override {
+    if (!*alive_) return;
+    *alive_ = false;
+    shutting_down_ = true;
+    policy_.reset();  // its destructor releases what it holds
+    for (auto& [key, use] : uses_) {
+      for (int i = 0; i < use.count; ++i) helper_.ReleaseSubchannel(use.subchannel);
+    }
+    uses_.clear();
+  }
+
+ private:
+  struct Use {
+    Subchannel* subchannel;
+    int count;
+  };
+
+  // LbHelper.
+  LbSubchannel* AcquireSubchannel(const std::string& address) override {
+    auto it = endpoints_.find(address);
+    if (it == endpoints_.end() || shutting_down_) return nullptr;
+    Subchannel* subchannel = helper_.AcquireSubchannel(it->second);
+    auto [use, fresh] = uses_.try_emplace(subchannel, Use{subchannel, 0});
+    ++use->second.count;
+    return subchannel;
+  }
+
+  void ReleaseSubchannel(LbSubchannel* subchannel) override {
+    auto it = uses_.find(subchannel);
+    if (it == uses_.end()) return;  // not one it holds (or released by Shutdown already)
+    Subchannel* released = it->second.subchannel;
+    if (--it->second.count == 0) uses_.erase(it);
+    helper_.ReleaseSubchannel(released);
+  }
+
+  void UpdateState(ConnectivityState state, const Status& failure) override {
+    if (constructing_ || shutting_down_ || broken_) return;
+    if (state == ConnectivityState::kShutdown) {
+      Broke("UpdateState", "reported SHUTDOWN, which only the channel may");
+      return;
+    }
+    helper_.UpdateState(state, failure);
+  }
+
+  void RequestReresolution() override {
+    if (!constructing_ && !shutting_down_) helper_.RequestReresolution();
+  }
+
+  // Runs the policy's `fn` unless the policy broke; an exception breaks it.
+  template <typename Fn>
+  void Call(std::string_view what, Fn&& fn) {
+    if (broken_) {
+      ReportBroken();
+      return;
+    }
+    try {
+      fn();
+    } catch (...) {
+      Broke(what, DescribeCurrentException());
+    }
+  }
+
+  void Broke(std::string_view what, std::string_view why) {
+    broken_ = true;
+    failure_ = "load-balancing policy \"" + name_ + "\" failed: " + std::string(what) + " " +
+               std::string(why);
+    Log(LogSeverity::kError, failure_);
+    if (!constructing_) ReportBroken();
+  }
+
+  void ReportBroken() {
+    helper_.UpdateState(ConnectivityState::kTransientFailure,
+                        Status(StatusCode::kUnavailable, failure_));
+  }
+
+  asio::io_context& io_context_;
+  const std::string name_;
+  std::unique_ptr<LoadBalancingPolicy> policy_;
+  std::unordered_map<std::string, Endpoint> endpoints_;  // of the last UpdateAddresses
+  std::unordered_map<const LbSubchannel*, Use> uses_;    // what the policy holds
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);  // for posted notifications
+  bool constructing_ = true;
+  bool shutting_down_ = false;
+  bool broken_ = false;
+  std::string failure_;
+};
+
 }  // namespace
 
-std::unique_ptr<LoadBalancer> MakeLoadBalancer(std::string_view name, LoadBalancer::Helper& helper,
-                                               asio::io_context& io_context) {
+std::unique_ptr<LoadBalancer> MakeLoadBalancer(
+    std::string_view name, LoadBalancer::Helper& helper, asio::io_context& io_context,
+    const std::vector<std::shared_ptr<LoadBalancingPolicyFactory>>& user_policies) {
+  for (const auto& factory : user_policies) {
+    if (factory != nullptr && factory->name() == name) {
+      return std::make_unique<UserPolicy>(helper, io_context, *factory);
+    }
+  }
   if (name == "pick_first") return std::make_unique<PickFirst>(helper, io_context);
   if (name == "round_robin") return std::make_unique<RoundRobin>(helper);
   return nullptr;

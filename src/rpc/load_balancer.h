@@ -6,6 +6,8 @@
 //                channel is IDLE until the next call, which starts over from the first address.
 //   round_robin  connects to every address and sends each call to the next READY one in turn;
 //                addresses that connect later join, failed ones reconnect after their backoff.
+//   user's       a rill::LoadBalancingPolicy (rill/load_balancing.h) behind an adapter that keeps
+//                its calls out of connection callbacks and inside an exception boundary.
 //
 // A policy owns uses of the channel's subchannels (one per address), hears their state changes,
 // and tells the channel its aggregate state (IDLE, CONNECTING, READY, TRANSIENT_FAILURE), after
@@ -22,6 +24,7 @@
 #include <vector>
 
 #include "rill/channel.h"
+#include "rill/load_balancing.h"
 #include "rill/status.h"
 
 namespace rill::internal {
@@ -61,8 +64,8 @@ class LoadBalancer {
   virtual void OnSubchannelState(Subchannel& subchannel) = 0;
   // The channel has calls and the policy reported IDLE: connect.
   virtual void ExitIdle() = 0;
-  // The connection for a new call, or null when there is none yet (the call waits).
-  virtual ClientTransport* Pick() = 0;
+  // The connection for a new call of `method`, or null when there is none yet (the call waits).
+  virtual ClientTransport* Pick(std::string_view method) = 0;
   // Gives back every subchannel use (before the policy is destroyed).
   virtual void Shutdown() = 0;
 
@@ -70,10 +73,12 @@ class LoadBalancer {
   Helper& helper_;
 };
 
-// The policy named `name` ("pick_first", "round_robin"), or null for an unknown name.
-// Timers run on `io_context`, the channel's reactor.
-std::unique_ptr<LoadBalancer> MakeLoadBalancer(std::string_view name, LoadBalancer::Helper& helper,
-                                               asio::io_context& io_context);
+// The policy named `name`: the user's policy of that name among `user_policies`, else
+// "pick_first" or "round_robin"; null for an unknown name. Timers and deferred notifications
+// run on `io_context`, the channel's reactor.
+std::unique_ptr<LoadBalancer> MakeLoadBalancer(
+    std::string_view name, LoadBalancer::Helper& helper, asio::io_context& io_context,
+    const std::vector<std::shared_ptr<LoadBalancingPolicyFactory>>& user_policies = {});
 
 }  // namespace rill::internal
 

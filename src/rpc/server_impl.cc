@@ -1,6 +1,7 @@
 #include "src/rpc/server_impl.h"
 
 #include <asio/post.hpp>
+#include <string>
 
 #include "rill/log.h"
 #include "src/base/user_code.h"
@@ -125,6 +126,34 @@ void ServerImpl::AcceptInProcess(PipeEnd pipe) {
 
 std::shared_ptr<Channel> ServerImpl::InProcessChannel(const ChannelOptions& options) {
   return ChannelAccess::Wrap(ChannelImpl::CreateInProcess(options, in_process_));
+}
+
+void ServerImpl::OnRefusedAtCap(bool server_wide) noexcept {
+  refused_total_.fetch_add(1, std::memory_order_relaxed);
+  (server_wide ? refused_server_wide_unlogged_ : refused_per_connection_unlogged_)
+      .fetch_add(1, std::memory_order_relaxed);
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  int64_t last = refusal_logged_at_.load(std::memory_order_relaxed);
+  const int64_t interval =
+      std::chrono::duration_cast<std::chrono::steady_clock::duration>(kRefusalLogInterval)
+          .count();
+  if (last != INT64_MIN && now - last < interval) return;
+  // One thread wins the line; the others' refusals wait for the next one.
+  if (!refusal_logged_at_.compare_exchange_strong(last, now, std::memory_order_relaxed)) return;
+  const uint64_t server_wide_count = refused_server_wide_unlogged_.exchange(0);
+  const uint64_t per_connection_count = refused_per_connection_unlogged_.exchange(0);
+  std::string line = "refused new streams (REFUSED_STREAM) at a handler cap:";
+  if (server_wide_count != 0) {
+    line += " " + std::to_string(server_wide_count) + " at max_running_handlers (" +
+            std::to_string(config_.options.max_running_handlers) + ")";
+  }
+  if (per_connection_count != 0) {
+    line += " " + std::to_string(per_connection_count) +
+            " at max_running_handlers_per_connection (" +
+            std::to_string(config_.options.max_running_handlers_per_connection) + ")";
+  }
+  line += "; clients that do not retry them fail the calls UNAVAILABLE";
+  Log(LogSeverity::kWarning, line);
 }
 
 void ServerImpl::OnTransportDone(ServerTransport* transport) {

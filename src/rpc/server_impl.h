@@ -7,6 +7,8 @@
 #define RILL_SRC_RPC_SERVER_IMPL_H_
 
 #include <atomic>
+#include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -95,6 +97,13 @@ class ServerImpl {
       running_handlers_.fetch_sub(1, std::memory_order_relaxed);
     }
   }
+  // A new stream was refused at a handler cap (the server's when `server_wide`, else its
+  // connection's). Counted, and logged at most once per kRefusalLogInterval with the count
+  // since the last line: refusals fail calls of clients that do not retry them.
+  void OnRefusedAtCap(bool server_wide) noexcept;
+  [[nodiscard]] uint64_t refused_at_cap() const noexcept {
+    return refused_total_.load(std::memory_order_relaxed);
+  }
   [[nodiscard]] bool AtHandlerLimit() const noexcept {
     return config_.options.max_running_handlers != 0 &&
            running_handlers_.load(std::memory_order_relaxed) >=
@@ -150,6 +159,11 @@ class ServerImpl {
   bool shutdown_done_ = false;                       // guarded by mu_
   std::atomic<bool> shutting_down_{false};
   std::atomic<uint32_t> running_handlers_{0};
+  static constexpr std::chrono::seconds kRefusalLogInterval{10};
+  std::atomic<uint64_t> refused_total_{0};
+  std::atomic<uint64_t> refused_server_wide_unlogged_{0};
+  std::atomic<uint64_t> refused_per_connection_unlogged_{0};
+  std::atomic<int64_t> refusal_logged_at_{INT64_MIN};  // steady_clock ticks
   std::thread shutdown_thread_;  // a shutdown asked for on a reactor thread runs here
 };
 

@@ -175,10 +175,12 @@ void ServerTransport::OnStreamBegin(int32_t stream_id) {
     session().Reset(stream_id, kHttp2RefusedStream);
     return;
   }
-  if (running_handlers_ + admitted_ >= options.max_running_handlers_per_connection ||
-      server_.AtHandlerLimit()) {
+  const bool connection_full =
+      running_handlers_ + admitted_ >= options.max_running_handlers_per_connection;
+  if (connection_full || server_.AtHandlerLimit()) {
     // Admission is judged by work: too many handlers still run (reset streams' included).
     session().Reset(stream_id, kHttp2RefusedStream);
+    server_.OnRefusedAtCap(/*server_wide=*/!connection_full);
     session().Glitch();
     return;
   }

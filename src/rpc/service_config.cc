@@ -149,8 +149,9 @@ bool IsSupportedPolicy(std::string_view name) {
 // Turns the generated message into a ServiceConfig, checking the rules protobuf cannot.
 class ServiceConfigParser {
  public:
-  ServiceConfigParser(const pb::ServiceConfig& proto, const Value& raw, ServiceConfig* config)
-      : proto_(proto), raw_(raw), config_(config) {}
+  ServiceConfigParser(const pb::ServiceConfig& proto, const Value& raw,
+                      std::span<const std::string> more_policies, ServiceConfig* config)
+      : proto_(proto), raw_(raw), more_policies_(more_policies), config_(config) {}
 
   Status Run() {
     if (Status s = MethodConfigs(); !s.ok()) return s;
@@ -276,9 +277,12 @@ class ServiceConfigParser {
 
   Status LoadBalancing() {
     if (proto_.load_balancing_config_size() > 0) {
-      // The first policy rill supports wins; an entry the proto does not know (a policy name
-      // newer than Debian's grpc-proto) parses as an entry with no policy set and is passed over.
-      for (const pb::LoadBalancingConfig& entry : proto_.load_balancing_config()) {
+      // The first policy the channel knows wins. An entry the proto does not know (the user's
+      // policy, or one newer than Debian's grpc-proto) parses as an entry with no policy set:
+      // its name is the one key of the raw entry.
+      const Value* raw_list = Field(&raw_, "loadBalancingConfig", "load_balancing_config");
+      for (int i = 0; i < proto_.load_balancing_config_size(); ++i) {
+        const pb::LoadBalancingConfig& entry = proto_.load_balancing_config(i);
         if (entry.policy_case() == pb::LoadBalancingConfig::kPickFirst) {
           config_->load_balancing_policy_ = "pick_first";
           return OkStatus();
@@ -287,9 +291,17 @@ class ServiceConfigParser {
           config_->load_balancing_policy_ = "round_robin";
           return OkStatus();
         }
+        const Value* raw = Element(raw_list, i);
+        if (raw == nullptr || raw->kind_case() != Value::kStructValue) continue;
+        for (const auto& [name, value] : raw->struct_value().fields()) {
+          if (IsMorePolicy(name)) {
+            config_->load_balancing_policy_ = name;
+            return OkStatus();
+          }
+        }
       }
-      return Invalid("loadBalancingConfig",
-                     "lists no policy rill supports (pick_first, round_robin)");
+      return Invalid("loadBalancingConfig", "lists no policy the channel knows (pick_first, "
+                                            "round_robin or one of the channel's own)");
     }
     // The deprecated field. The proto's enum knows only ROUND_ROBIN, in upper case, while
     // configs write lower case, so the JSON value is read as written.
@@ -297,7 +309,7 @@ class ServiceConfigParser {
     if (raw != nullptr && raw->kind_case() == Value::kStringValue) {
       std::string name = ToLower(raw->string_value());
       if (name.empty()) return OkStatus();
-      if (!IsSupportedPolicy(name)) {
+      if (!IsSupportedPolicy(name) && !IsMorePolicy(name)) {
         return Invalid("loadBalancingPolicy", "names a policy rill does not support (\"" +
                                                   raw->string_value() + "\")");
       }
@@ -333,12 +345,18 @@ class ServiceConfigParser {
     return OkStatus();
   }
 
+  [[nodiscard]] bool IsMorePolicy(std::string_view name) const {
+    return std::find(more_policies_.begin(), more_policies_.end(), name) != more_policies_.end();
+  }
+
   const pb::ServiceConfig& proto_;
   const Value& raw_;
+  std::span<const std::string> more_policies_;
   ServiceConfig* config_;
 };
 
-StatusOr<ServiceConfig> ServiceConfig::Parse(std::string_view json) {
+StatusOr<ServiceConfig> ServiceConfig::Parse(std::string_view json,
+                                             std::span<const std::string> more_policies) {
   // First as plain JSON: syntax errors are reported as such, and the values protobuf's typed
   // parser drops (unknown enum names) stay visible to the checks above.
   if (NestsTooDeep(json)) {
@@ -363,7 +381,7 @@ StatusOr<ServiceConfig> ServiceConfig::Parse(std::string_view json) {
     return Invalid("", std::string(parsed.message().data(), parsed.message().size()));
   }
   ServiceConfig config;
-  if (Status s = ServiceConfigParser(proto, raw, &config).Run(); !s.ok()) return s;
+  if (Status s = ServiceConfigParser(proto, raw, more_policies, &config).Run(); !s.ok()) return s;
   return config;
 }
 

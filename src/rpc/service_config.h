@@ -26,6 +26,7 @@
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -83,8 +84,10 @@ class ServiceConfig {
   // a rule of the specs: a name with a method but no service; one name in two entries; a retry
   // and a hedging policy in one entry; a missing or out-of-range retry, hedging or throttling
   // parameter; an unknown status code; a negative duration; a loadBalancingConfig that lists
-  // only policies rill does not support.
-  static StatusOr<ServiceConfig> Parse(std::string_view json);
+  // only policies rill does not support. `more_policies` names the policies the channel knows
+  // besides pick_first and round_robin (the user's, rill/load_balancing.h).
+  static StatusOr<ServiceConfig> Parse(std::string_view json,
+                                       std::span<const std::string> more_policies = {});
 
   ServiceConfig() = default;
   ServiceConfig(const ServiceConfig&) = default;
@@ -99,8 +102,9 @@ class ServiceConfig {
   // this ServiceConfig.
   [[nodiscard]] const MethodConfig* Find(std::string_view path) const;
 
-  // "pick_first" or "round_robin": the first policy in loadBalancingConfig that rill supports,
-  // else the deprecated loadBalancingPolicy (lower-cased); empty when the config names none.
+  // "pick_first", "round_robin" or one of Parse's `more_policies`: the first policy in
+  // loadBalancingConfig that the channel knows, else the deprecated loadBalancingPolicy
+  // (lower-cased); empty when the config names none.
   [[nodiscard]] const std::string& load_balancing_policy() const noexcept {
     return load_balancing_policy_;
   }

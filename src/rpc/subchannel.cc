@@ -33,6 +33,7 @@ Subchannel::Subchannel(ChannelImpl& channel, Endpoint endpoint)
     : channel_(channel),
       endpoint_(std::move(endpoint)),
       name_(channel.in_process() ? std::string("inprocess") : PeerName(endpoint_)),
+      address_(NumericAddress(endpoint_)),
       connect_timer_(channel.io_context()),
       backoff_timer_(channel.io_context()) {
   channelz_.name = name_;

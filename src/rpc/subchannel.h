@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "rill/channel.h"
+#include "rill/load_balancing.h"
 #include "rill/status.h"
 #include "src/base/channelz.h"
 
@@ -38,7 +39,7 @@ class PipeEnd;
 // The state as channelz reports it.
 rill::channelz::ConnectivityState ChannelzState(ConnectivityState state);
 
-class Subchannel {
+class Subchannel final : public LbSubchannel {
  public:
   using Endpoint = asio::generic::stream_protocol::endpoint;
 
@@ -51,9 +52,11 @@ class Subchannel {
   [[nodiscard]] const Endpoint& endpoint() const noexcept { return endpoint_; }
   // "ipv4:127.0.0.1:5000" and the like.
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
-  [[nodiscard]] ConnectivityState state() const noexcept { return state_; }
+  // "127.0.0.1:5000" and the like (the resolver's form).
+  [[nodiscard]] const std::string& address() const noexcept override { return address_; }
+  [[nodiscard]] ConnectivityState state() const noexcept override { return state_; }
   // Why the last connection attempt failed (TRANSIENT_FAILURE).
-  [[nodiscard]] const Status& failure() const noexcept { return failure_; }
+  [[nodiscard]] const Status& failure() const noexcept override { return failure_; }
   // The connection new calls go to; non-null exactly when READY.
   [[nodiscard]] ClientTransport* ready_transport() const noexcept {
     return state_ == ConnectivityState::kReady ? transport_ : nullptr;
@@ -61,7 +64,7 @@ class Subchannel {
   [[nodiscard]] channelz::ChannelNode& channelz() noexcept { return channelz_; }
 
   // Starts connecting when IDLE; otherwise does nothing.
-  void RequestConnection();
+  void RequestConnection() override;
 
   // Use counting by the channel's policies; at zero the subchannel stops connecting, and its
   // connections close once their calls are done.
@@ -92,6 +95,7 @@ class Subchannel {
   ChannelImpl& channel_;
   const Endpoint endpoint_;
   const std::string name_;
+  const std::string address_;
   channelz::ChannelNode channelz_{/*subchannel=*/true};  // before the connections
   ConnectivityState state_ = ConnectivityState::kIdle;
   Status failure_;

@@ -206,6 +206,7 @@ TEST_F(HardeningTest, RapidResetRunsNoMoreHandlersThanTheCap) {
 // The server-wide cap holds for streams that arrive together: 300 requests in one write, with
 // handlers that outlive their streams, start no more than 100 handlers.
 TEST_F(HardeningTest, ServerWideCapCountsStreamsBeforeTheirHandlersStart) {
+  LogCapture logs;
   ServerOptions options;
   options.max_running_handlers = 100;
   Start(options);
@@ -220,6 +221,8 @@ TEST_F(HardeningTest, ServerWideCapCountsStreamsBeforeTheirHandlersStart) {
   client->RunUntil([] { return false; }, milliseconds(500));
   EXPECT_LE(service_.started.load(), 100) << "handlers ran past the server-wide cap";
   EXPECT_GT(service_.started.load(), 0);
+  // Refusals fail the calls of clients that do not retry them: the operator is told.
+  EXPECT_TRUE(LogCapture::Contains("at max_running_handlers (100)")) << "refusals not logged";
   // Once the parked handlers return, their slots serve new calls again.
   service_.released = true;
   EXPECT_TRUE(GoodCallWorksWithin(milliseconds(5000)));

@@ -11,7 +11,8 @@
 //   --calls=N       makes N calls one after another and passes when each --expect port got
 //                   N / (number of ports) ± --tolerance_pct of them;
 //   --stop_file=S   keeps --threads calls in flight until the file S exists, and passes when no
-//                   call failed (but up to --tolerate_cancelled that ended CANCELLED), every port of --recent answered in the last --recent_ms before
+//                   call failed (but up to --tolerate_cancelled that ended CANCELLED), every
+//                   port of --recent answered in the last --recent_ms before
 //                   S appeared, and (with --order) the ports answered in that order: all calls
 //                   of one port before any call of the next, none from a port not listed.
 // Prints the counts per port (per second of the run with --stop_file), and `PASS` or `FAIL:
@@ -133,6 +134,10 @@ int Main(int argc, char** argv) {
   app.add_option("--tolerate_cancelled", tolerate_cancelled,
                  "calls that may end CANCELLED with --stop_file (a C-core server being stopped "
                  "cancels the calls that reach it after its shutdown began)");
+  std::string retry_codes;
+  app.add_option("--retry_codes", retry_codes,
+                 "give EmptyCall a retry policy (service config) for these status codes, e.g. "
+                 "CANCELLED,UNAVAILABLE");
   app.add_option("--order", order, "ports in the order they must answer (pick_first)");
   try {
     app.parse(argc, argv);
@@ -151,6 +156,17 @@ int Main(int argc, char** argv) {
   // A stopped server's address is tried again soon after it comes back.
   options.initial_backoff = milliseconds(100);
   options.max_backoff = milliseconds(500);
+  if (!retry_codes.empty()) {
+    std::string codes;
+    for (const std::string& code : SplitPorts(retry_codes)) {
+      codes += (codes.empty() ? "\"" : ", \"") + code + "\"";
+    }
+    options.service_config = R"({"methodConfig": [{
+        "name": [{"service": "grpc.testing.TestService", "method": "EmptyCall"}],
+        "retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "0.5s",
+                        "backoffMultiplier": 2, "retryableStatusCodes": [)" +
+                             codes + "]}}]}";
+  }
   auto channel = Channel::Create(target, options);
   if (!channel.ok()) {
     std::fprintf(stderr, "Channel::Create(%s): %s\n", target.c_str(),

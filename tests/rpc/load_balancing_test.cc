@@ -1,6 +1,6 @@
 // The client channel over several servers, rill ↔ rill on loopback: targets naming many
 // addresses, pick_first and round_robin, servers going away and coming back, a user's resolver,
-// the connectivity state API and per-call wait-for-ready.
+// the connectivity state API, per-call wait-for-ready, and a user's load-balancing policy.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -14,9 +14,11 @@
 
 #include "grpc/testing/test.rill.h"
 #include "rill/client_context.h"
+#include "rill/load_balancing.h"
 #include "rill/resolver.h"
 #include "rill/server_context.h"
 #include "tests/testing/fixture.h"
+#include "tests/testing/log_capture.h"
 #include "tests/testing/messages.h"
 
 namespace rill::test {
@@ -355,6 +357,157 @@ TEST_F(LoadBalancingTest, PerCallWaitForReadyOverridesTheChannel) {
   ASSERT_TRUE(backends_[0]->Start());
   ASSERT_EQ(waiting.wait_for(kMustComplete), std::future_status::ready);
   EXPECT_TRUE(waiting.get().ok());
+}
+
+
+// A user's policy: every call to the last address (reconnecting it whenever it goes), the
+// method of each pick recorded; it may be told to throw from Pick.
+class LastAddressPolicy final : public LoadBalancingPolicy {
+ public:
+  struct Shared {
+    std::mutex mu;
+    std::vector<std::string> methods;
+    std::vector<std::string> states;  // the subchannel states it heard, in order
+    std::atomic<bool> throw_in_pick{false};
+    std::atomic<int> live{0};  // policies not yet destroyed
+  };
+
+  LastAddressPolicy(LbHelper& helper, std::shared_ptr<Shared> shared)
+      : helper_(helper), shared_(std::move(shared)) {
+    shared_->live.fetch_add(1);
+  }
+  ~LastAddressPolicy() override {
+    if (used_ != nullptr) helper_.ReleaseSubchannel(used_);
+    shared_->live.fetch_sub(1);
+  }
+  void UpdateAddresses(const std::vector<std::string>& addresses) override {
+    if (used_ != nullptr) helper_.ReleaseSubchannel(std::exchange(used_, nullptr));
+    if (addresses.empty()) {
+      helper_.UpdateState(ConnectivityState::kTransientFailure,
+                          Status(StatusCode::kUnavailable, "no addresses"));
+      return;
+    }
+    used_ = helper_.AcquireSubchannel(addresses.back());
+    used_->RequestConnection();
+    OnSubchannelState(*used_);
+  }
+  void OnSubchannelState(LbSubchannel& subchannel) override {
+    if (&subchannel != used_) return;
+    {
+      std::lock_guard lock(shared_->mu);
+      shared_->states.emplace_back(ToString(subchannel.state()));
+    }
+    if (subchannel.state() == ConnectivityState::kIdle) subchannel.RequestConnection();
+    helper_.UpdateState(subchannel.state(), subchannel.failure());
+  }
+  void ExitIdle() override {
+    if (used_ != nullptr) used_->RequestConnection();
+  }
+  LbSubchannel* Pick(const LbPickArgs& args) override {
+    if (shared_->throw_in_pick) throw std::runtime_error("no pick today");
+    std::lock_guard lock(shared_->mu);
+    shared_->methods.emplace_back(args.method);
+    return used_;
+  }
+
+ private:
+  LbHelper& helper_;
+  std::shared_ptr<Shared> shared_;
+  LbSubchannel* used_ = nullptr;
+};
+
+class LastAddressFactory final : public LoadBalancingPolicyFactory {
+ public:
+  std::string_view name() const override { return "last_address"; }
+  std::unique_ptr<LoadBalancingPolicy> Create(LbHelper& helper) override {
+    return std::make_unique<LastAddressPolicy>(helper, shared);
+  }
+  std::shared_ptr<LastAddressPolicy::Shared> shared =
+      std::make_shared<LastAddressPolicy::Shared>();
+};
+
+TEST_F(LoadBalancingTest, UserPolicyChoosesTheConnectionOfEachCall) {
+  ASSERT_NO_FATAL_FAILURE(StartBackends(3));
+  auto factory = std::make_shared<LastAddressFactory>();
+  ChannelOptions options = FastRetry("last_address");
+  options.load_balancing_policies.push_back(factory);
+  auto channel = Channel::Create(Ipv4Target(), options);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  auto stub = std::make_unique<TestService::Stub>(*channel);
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(EmptyCall(*stub).ok());
+  EXPECT_THAT(Counts(), ::testing::ElementsAre(0, 0, 20));
+  {
+    std::lock_guard lock(factory->shared->mu);
+    // (A call picked for while the subchannel still connected is picked for again.)
+    EXPECT_GE(factory->shared->methods.size(), 20u);
+    EXPECT_THAT(factory->shared->methods,
+                ::testing::Each(std::string("/grpc.testing.TestService/EmptyCall")));
+  }
+
+  // It hears its subchannel go and come back: calls that wait for ready are not lost.
+  const int port = backends_[2]->port;
+  backends_[2]->server.reset();
+  std::future<Status> waiting = std::async(std::launch::async, [&] {
+    return EmptyCall(*stub, kMustComplete, /*wait_for_ready=*/true);
+  });
+  ASSERT_TRUE(WaitUntil([&] {
+    std::lock_guard lock(factory->shared->mu);
+    return factory->shared->states.size() >= 2 && factory->shared->states.back() != "READY";
+  }));
+  backends_[2]->port = port;
+  ASSERT_TRUE(backends_[2]->Start());
+  ASSERT_EQ(waiting.wait_for(kMustComplete), std::future_status::ready);
+  EXPECT_TRUE(waiting.get().ok());
+  EXPECT_EQ(backends_[2]->service.calls.load(), 21);
+  EXPECT_EQ(channel->get()->GetState(false), ConnectivityState::kReady);
+
+  // The channel destroys its policy (which releases its subchannel) when it goes.
+  stub.reset();
+  channel->reset();
+  EXPECT_TRUE(WaitUntil([&] { return factory->shared->live.load() == 0; }));
+}
+
+TEST_F(LoadBalancingTest, UserPolicyChosenByTheServiceConfig) {
+  ASSERT_NO_FATAL_FAILURE(StartBackends(2));
+  auto factory = std::make_shared<LastAddressFactory>();
+  ChannelOptions options = FastRetry("pick_first");
+  options.load_balancing_policies.push_back(factory);
+  options.service_config =
+      R"({"loadBalancingConfig": [{"weighted_unknown": {}}, {"last_address": {}}]})";
+  auto channel = Channel::Create(Ipv4Target(), options);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  TestService::Stub stub(*channel);
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(EmptyCall(stub).ok());
+  EXPECT_THAT(Counts(), ::testing::ElementsAre(0, 5));
+
+  // The same config on a channel that does not know the policy is refused.
+  ChannelOptions without = FastRetry("pick_first");
+  without.service_config = options.service_config;
+  EXPECT_EQ(Channel::Create(Ipv4Target(), without).status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST_F(LoadBalancingTest, UserPolicyThatThrowsFailsCallsNotTheProcess) {
+  ASSERT_NO_FATAL_FAILURE(StartBackends(1));
+  auto factory = std::make_shared<LastAddressFactory>();
+  ChannelOptions options = FastRetry("last_address");
+  options.load_balancing_policies.push_back(factory);
+  auto channel = Channel::Create(Ipv4Target(), options);
+  ASSERT_TRUE(channel.ok()) << channel.status();
+  TestService::Stub stub(*channel);
+  ASSERT_TRUE(EmptyCall(stub).ok());
+
+  LogCapture log;
+  factory->shared->throw_in_pick = true;
+  const Status status = EmptyCall(stub);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("last_address"));
+  EXPECT_THAT(LogCapture::Lines(),
+              ::testing::Contains(::testing::HasSubstr("no pick today")));
+  // The broken policy is not called again: later calls fail the same way at once.
+  factory->shared->throw_in_pick = false;
+  EXPECT_EQ(EmptyCall(stub).code(), StatusCode::kUnavailable);
+  EXPECT_EQ(backends_[0]->service.calls.load(), 1);
 }
 
 }  // namespace
