@@ -203,6 +203,12 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   attempts_ = 1;
   retry_pushback_ms_.reset();
   retry_policy_ = nullptr;
+  hedging_policy_ = nullptr;
+  hedges_sent_ = 0;
+  hedging_stopped_ = false;
+  hedge_winner_ = nullptr;
+  hedge_parent_ = nullptr;
+  is_hedge_ = false;
   CommitAttempt();
   wait_for_ready_ = context.wait_for_ready(channel_.options().wait_for_ready);
   messages_before_stream_ = stream ? 0 : 1;  // a unary call's request is queued at once
@@ -281,6 +287,13 @@ Status ClientCall::Prepare() {
         retained_request_.size() <= kMaxRetryBufferBytes &&
         channel_.ReserveRetryBuffer(retained_request_.size())) {
       retry_policy_ = &*config->retry_policy;
+      retry_reserved_ = retained_request_.size();
+    }
+    // Hedged attempts hold the request the same way, within the same limits.
+    if (config->hedging_policy && !is_stream_ &&
+        retained_request_.size() <= kMaxRetryBufferBytes &&
+        channel_.ReserveRetryBuffer(retained_request_.size())) {
+      hedging_policy_ = &*config->hedging_policy;
       retry_reserved_ = retained_request_.size();
     }
   }
@@ -476,7 +489,7 @@ void ClientCall::OnHeader(HeadersKind kind, std::string_view name, std::string_v
   } else {
     const bool trailers = kind == HeadersKind::kTrailers;
     Metadata& target =
-        is_stream_ ? (trailers ? stream_trailing_metadata_ : stream_initial_metadata_)
+        keeps_own_metadata() ? (trailers ? stream_trailing_metadata_ : stream_initial_metadata_)
                    : (trailers ? context_->trailing_metadata_ : context_->initial_metadata_);
     AddReceivedMetadata(name, value, target, scratch_);
   }
@@ -487,10 +500,13 @@ void ClientCall::OnHeadersEnd(HeadersKind kind, bool end_stream) {
   if (kind == HeadersKind::kResponse) {
     // Response headers commit the call (it is never retried from here on); a trailers-only
     // response does not.
-    if (!end_stream) CommitAttempt();
+    if (!end_stream) {
+      CommitAttempt();
+      if (hedge_parent_ != nullptr) hedge_parent_->OnHedgeCommitted(this);
+    }
     if (end_stream) {
       // Trailers-only: its metadata is the call's trailing metadata.
-      if (is_stream_) {
+      if (keeps_own_metadata()) {
         std::swap(stream_initial_metadata_, stream_trailing_metadata_);
       } else {
         std::swap(context_->initial_metadata_, context_->trailing_metadata_);
@@ -706,8 +722,13 @@ void ClientCall::ResetAttempt() {
   response_encoding_.clear();
   remote_closed_ = false;
   inbound_.Clear();
-  context_->initial_metadata_.Clear();
-  context_->trailing_metadata_.Clear();
+  if (is_hedge_) {
+    stream_initial_metadata_.Clear();
+    stream_trailing_metadata_.Clear();
+  } else {
+    context_->initial_metadata_.Clear();
+    context_->trailing_metadata_.Clear();
+  }
   out_.Reset();
   out_.Push(retained_request_.Ref());
   out_.Finish();
@@ -727,6 +748,174 @@ void ClientCall::RedispatchAfter(std::chrono::milliseconds delay) {
     }
     channel_.Dispatch(this);
   });
+}
+
+void ClientCall::InitHedge(ClientCall& parent, int index) {
+  InitCommon(*parent.method_, *parent.context_, /*stream=*/false);
+  stats_.Start(nullptr, /*client=*/true, channel_.pool());  // the user's call reports
+  is_hedge_ = true;
+  hedge_parent_ = &parent;
+  response_ = parent.response_;  // only the committed attempt decodes into it
+  wait_for_ready_ = parent.wait_for_ready_;
+  call_credentials_.reset();  // the parent's headers carry their metadata already
+  size_t limit = channel_.options().max_receive_message_size;
+  if (const MethodConfig* config = channel_.MethodConfigFor(method_->path);
+      config != nullptr && config->max_response_message_bytes) {
+    limit = std::min(limit, *config->max_response_message_bytes);
+  }
+  inbound_.Reset(limit, /*credit_on_receipt=*/true);
+  headers_ = parent.headers_;
+  if (index > 0) headers_.AddStaticName("grpc-previous-rpc-attempts", std::to_string(index));
+  // References to the one encoded request: one for a transparent retry, one to send.
+  retained_request_ = parent.retained_request_.Ref();
+  out_.Push(parent.retained_request_.Ref());
+  out_.Finish();
+}
+
+void ClientCall::StartHedging() {
+  if (completed_) return;
+  SendHedge();
+  const std::chrono::milliseconds delay = hedging_policy_->hedging_delay;
+  if (delay.count() == 0) {
+    while (CanHedge()) SendHedge();
+  } else if (CanHedge()) {
+    ArmHedgeTimer(delay);
+  }
+}
+
+bool ClientCall::CanHedge() const {
+  if (completed_ || hedge_winner_ != nullptr || hedging_stopped_ || channel_.closed() ||
+      hedges_sent_ >= hedging_policy_->max_attempts) {
+    return false;
+  }
+  // A throttled channel sends no further hedges (gRFC A6); the first attempt always goes.
+  const RetryThrottle* throttle = channel_.retry_throttle();
+  return hedges_sent_ == 0 || throttle == nullptr || throttle->RetryAllowed();
+}
+
+void ClientCall::SendHedge() {
+  ClientCall* hedge = channel_.AcquireCall();
+  hedge->InitHedge(*this, hedges_sent_);
+  for (ClientCall*& slot : hedges_) {
+    if (slot == nullptr) {
+      slot = hedge;
+      break;
+    }
+  }
+  ++hedges_sent_;
+  ++hedges_live_;
+  // In the channel's hands like any call (it holds the gate, leaves the waiting queue when done),
+  // but counted once, as the user's call, in channelz and stats.
+  hedge->gate_holder_ = channel_.gate().Enter();
+  channel_.OnCallAdmitted();
+  channel_.Dispatch(hedge);  // a failure here reports from a fresh handler
+}
+
+void ClientCall::ArmHedgeTimer(std::chrono::milliseconds delay) {
+  // Re-arming cancels the wait before (its handler finds a stale sequence number).
+  ++hedge_timer_seq_;
+  ++hedge_waits_;
+  retry_pending_ = true;
+  retry_timer_.expires_after(delay);
+  retry_timer_.async_wait([this, seq = hedge_timer_seq_](const asio::error_code& ec) {
+    retry_pending_ = --hedge_waits_ > 0;
+    if (!ec && seq == hedge_timer_seq_ && !completed_) {
+      if (CanHedge()) {
+        SendHedge();
+        if (CanHedge()) ArmHedgeTimer(hedging_policy_->hedging_delay);
+      } else if (hedges_live_ == 0) {
+        // Throttled meanwhile, with nothing left running: the last failure is the call's.
+        EndHedging(hedge_last_status_);
+      }
+    }
+    MaybeRelease();
+  });
+}
+
+void ClientCall::StopHedgeTimer() {
+  if (hedge_waits_ == 0) return;
+  ++hedge_timer_seq_;
+  retry_timer_.cancel();
+}
+
+void ClientCall::OnHedgeCommitted(ClientCall* hedge) {
+  if (completed_ || hedge_winner_ != nullptr) return;
+  CommitHedge(hedge);
+  if (hedge->transport_ != nullptr) {
+    std::lock_guard lock(context_->mu_);
+    context_->peer_ = hedge->transport_->connection().peer();
+  }
+}
+
+void ClientCall::CommitHedge(ClientCall* hedge) {
+  hedge_winner_ = hedge;
+  CommitAttempt();  // no further attempt needs the request
+  StopHedgeTimer();
+  // Cancelling completes each attempt, which reports from a handler of its own: the list does
+  // not change under this loop.
+  for (ClientCall* other : hedges_) {
+    if (other != nullptr && other != hedge) {
+      other->Cancel(Status(StatusCode::kCancelled, "another attempt of the hedged call won"));
+    }
+  }
+}
+
+void ClientCall::TakeHedgeMetadata(ClientCall* hedge) {
+  std::swap(stream_initial_metadata_, hedge->stream_initial_metadata_);
+  std::swap(stream_trailing_metadata_, hedge->stream_trailing_metadata_);
+  hedge->stream_initial_metadata_.Clear();
+  hedge->stream_trailing_metadata_.Clear();
+}
+
+void ClientCall::EndHedging(Status status) {
+  std::swap(context_->initial_metadata_, stream_initial_metadata_);
+  std::swap(context_->trailing_metadata_, stream_trailing_metadata_);
+  Complete(std::move(status));
+}
+
+void ClientCall::OnHedgeEnded(ClientCall* hedge, Status status) {
+  for (ClientCall*& slot : hedges_) {
+    if (slot == hedge) slot = nullptr;
+  }
+  --hedges_live_;
+  // Over already, or a loser's report: nothing more to decide.
+  if (completed_ || (hedge_winner_ != nullptr && hedge_winner_ != hedge)) {
+    MaybeRelease();
+    return;
+  }
+  const auto& codes = hedging_policy_->non_fatal_status_codes;
+  const bool non_fatal = hedge_winner_ == nullptr && !status.ok() &&
+                         std::find(codes.begin(), codes.end(), status.code()) != codes.end();
+  TakeHedgeMetadata(hedge);
+  if (!non_fatal) {
+    // OK, a fatal status, or the end of the attempt whose response began: the call's outcome.
+    if (hedge_winner_ == nullptr) CommitHedge(hedge);
+    EndHedging(std::move(status));
+    MaybeRelease();
+    return;
+  }
+  // A non-fatal failure counts against the throttle like a failed retry; the next attempt goes
+  // at once (the hedging delay starts over), or after the server's pushback, or never.
+  hedge_last_status_ = std::move(status);
+  if (RetryThrottle* throttle = channel_.retry_throttle();
+      throttle != nullptr && !throttle->RecordFailure()) {
+    hedging_stopped_ = true;
+  }
+  std::chrono::milliseconds delay(0);
+  if (hedge->retry_pushback_ms_) {
+    if (*hedge->retry_pushback_ms_ < 0) {
+      hedging_stopped_ = true;
+    } else {
+      delay = std::chrono::milliseconds(*hedge->retry_pushback_ms_);
+    }
+  }
+  if (CanHedge()) {
+    ArmHedgeTimer(delay);
+  } else {
+    StopHedgeTimer();
+    if (hedges_live_ == 0) EndHedging(hedge_last_status_);
+  }
+  MaybeRelease();
 }
 
 void ClientCall::OnConnectionLost(const Status& reason) {
@@ -785,14 +974,28 @@ void ClientCall::Complete(Status status) {
   if (channelz_subchannel_ != nullptr) channelz_subchannel_->calls.Ended(status.ok());
   if (deadline_armed_) deadline_timer_.cancel();
   if (retry_pending_) retry_timer_.cancel();
-  if (retry_policy_ != nullptr && status.ok()) {
+  if ((retry_policy_ != nullptr || hedging_policy_ != nullptr) && status.ok()) {
     if (RetryThrottle* throttle = channel_.retry_throttle()) throttle->RecordSuccess();
   }
   // A plugin that has not answered yet neither holds up the call's release nor the channel's
   // close.
   WithdrawCredentialsRequest();
+  if (hedging_policy_ != nullptr) {
+    // Attempts still running end too (each reports from a handler of its own).
+    for (ClientCall* hedge : hedges_) {
+      if (hedge != nullptr) hedge->Cancel(status);
+    }
+    stream_initial_metadata_.Clear();
+    stream_trailing_metadata_.Clear();
+  }
   pending_status_ = std::move(status);
   delivery_pending_ = true;
+  if (is_hedge_ || hedging_policy_ != nullptr) {
+    // An attempt reports to its call, and a hedged call delivers, from a fresh handler: never
+    // inside a session's callbacks, a picking loop or another attempt's report.
+    Post(finish_slot_, [] {});
+    return;
+  }
   if (InsideHttp2Session() && transport_ != nullptr) {
     // User code must not run inside nghttp2's callbacks: deliver once the step is over.
     if (!deferred_) {
@@ -842,6 +1045,15 @@ void ClientCall::Deliver() {
   if (!delivery_pending_) return;
   delivery_pending_ = false;
   Status status = std::move(pending_status_);
+  if (is_hedge_) {
+    inbound_.Clear();
+    context_ = nullptr;
+    if (ClientCall* parent = std::exchange(hedge_parent_, nullptr)) {
+      parent->OnHedgeEnded(this, std::move(status));
+    }
+    MaybeRelease();
+    return;
+  }
   RunInterceptorsEnd(status);
   if (stats_.active()) stats_.End(status);
   if (is_stream_) {
@@ -1080,7 +1292,8 @@ void ClientCall::OnUserGone() {
 
 void ClientCall::MaybeRelease() {
   if (released_ || !completed_ || delivery_pending_ || deferred_ || stream_open_ ||
-      deadline_armed_ || retry_pending_ || queued_completions_ > 0 || credentials_pending_) {
+      deadline_armed_ || retry_pending_ || queued_completions_ > 0 || credentials_pending_ ||
+      hedges_live_ > 0) {
     return;
   }
   // Nothing runs for the call on the reactor any more: the channel need not wait for it. A
