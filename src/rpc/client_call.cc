@@ -207,6 +207,7 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   hedges_sent_ = 0;
   hedging_stopped_ = false;
   hedge_winner_ = nullptr;
+  hedge_headers_ = false;
   hedge_parent_ = nullptr;
   is_hedge_ = false;
   CommitAttempt();
@@ -825,7 +826,7 @@ void ClientCall::ArmHedgeTimer(std::chrono::milliseconds delay) {
         if (CanHedge()) ArmHedgeTimer(hedging_policy_->hedging_delay);
       } else if (hedges_live_ == 0) {
         // Throttled meanwhile, with nothing left running: the last failure is the call's.
-        EndHedging(hedge_last_status_);
+        EndHedging(hedge_last_status_, nullptr);
       }
     }
     MaybeRelease();
@@ -841,6 +842,7 @@ void ClientCall::StopHedgeTimer() {
 void ClientCall::OnHedgeCommitted(ClientCall* hedge) {
   if (completed_ || hedge_winner_ != nullptr) return;
   CommitHedge(hedge);
+  hedge_headers_ = true;
   if (hedge->transport_ != nullptr) {
     std::lock_guard lock(context_->mu_);
     context_->peer_ = hedge->transport_->connection().peer();
@@ -867,9 +869,19 @@ void ClientCall::TakeHedgeMetadata(ClientCall* hedge) {
   hedge->stream_trailing_metadata_.Clear();
 }
 
-void ClientCall::EndHedging(Status status) {
+void ClientCall::EndHedging(Status status, const ClientCall* hedge) {
   std::swap(context_->initial_metadata_, stream_initial_metadata_);
   std::swap(context_->trailing_metadata_, stream_trailing_metadata_);
+  if (stats_.active() && hedge != nullptr && hedge->http_status_ != 0) {
+    // The deciding attempt's exchange, reported once for the call (its response message is not).
+    StatsQueued(stats_.Headers(/*out=*/true, &context_->metadata(), context_->peer()));
+    const bool headers = hedge == hedge_winner_ && hedge_headers_;
+    if (headers) StatsQueued(stats_.Headers(/*out=*/false, &context_->initial_metadata_));
+    if (hedge->have_grpc_status_) {
+      StatsQueued(stats_.Trailers(/*out=*/false, hedge->TrailerStatus(),
+                                  &context_->trailing_metadata_, /*trailers_only=*/!headers));
+    }
+  }
   Complete(std::move(status));
 }
 
@@ -890,7 +902,7 @@ void ClientCall::OnHedgeEnded(ClientCall* hedge, Status status) {
   if (!non_fatal) {
     // OK, a fatal status, or the end of the attempt whose response began: the call's outcome.
     if (hedge_winner_ == nullptr) CommitHedge(hedge);
-    EndHedging(std::move(status));
+    EndHedging(std::move(status), hedge);
     MaybeRelease();
     return;
   }
@@ -913,7 +925,7 @@ void ClientCall::OnHedgeEnded(ClientCall* hedge, Status status) {
     ArmHedgeTimer(delay);
   } else {
     StopHedgeTimer();
-    if (hedges_live_ == 0) EndHedging(hedge_last_status_);
+    if (hedges_live_ == 0) EndHedging(hedge_last_status_, hedge);
   }
   MaybeRelease();
 }

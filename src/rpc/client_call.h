@@ -181,8 +181,9 @@ class ClientCall : public RefCounted<ClientCall> {
   void ArmHedgeTimer(std::chrono::milliseconds delay);
   // Further attempts are off: a pending wait of the hedge timer does nothing.
   void StopHedgeTimer();
-  // The call ends with `status` and the metadata of the attempt that decided it.
-  void EndHedging(Status status);
+  // The call ends with `status` and the metadata of the attempt that decided it (`hedge`, null
+  // when that attempt is gone), which stats handlers hear of as the call's exchange.
+  void EndHedging(Status status, const ClientCall* hedge);
   // From an attempt: its response headers arrived (inside its session's callbacks).
   void OnHedgeCommitted(ClientCall* hedge);
   // From an attempt's own fresh handler: it ended with `status` (it no longer refers to this
@@ -266,6 +267,7 @@ class ClientCall : public RefCounted<ClientCall> {
   uint64_t hedge_timer_seq_ = 0;  // a wait armed before the last change is stale
   bool hedging_stopped_ = false;  // pushback or the throttle: no further attempts
   ClientCall* hedge_winner_ = nullptr;
+  bool hedge_headers_ = false;  // the winner committed with response headers
   Status hedge_last_status_;  // the last non-fatal failure; its metadata is in stream_*_metadata_
   // On an attempt: the user's call it belongs to (until it reported its end).
   ClientCall* hedge_parent_ = nullptr;

@@ -11,13 +11,16 @@
 #include <algorithm>
 #include <atomic>
 #include <charconv>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 
 #include "grpc/testing/test.rill.h"
 #include "rill/client_context.h"
+#include "rill/interceptor.h"
 #include "rill/server_context.h"
+#include "rill/stats.h"
 #include "tests/testing/calls.h"
 #include "tests/testing/fixture.h"
 #include "tests/testing/messages.h"
@@ -289,6 +292,65 @@ TEST_F(HedgingTest, TheDeadlineCancelsEveryAttempt) {
   const Outcome outcome = CallWithPlan(*stub, "late", "wait,wait", milliseconds(300));
   EXPECT_EQ(outcome.status.code(), StatusCode::kDeadlineExceeded) << outcome.status;
   EXPECT_TRUE(CancelledAttempts("late", 2));
+}
+
+TEST_F(HedgingTest, TryCancelCancelsEveryAttempt) {
+  auto stub = StubWith(HedgingConfig(2, "0s", ""));
+  ClientContext context;
+  context.AddMetadata("x-call-id", "cancel");
+  context.AddMetadata("x-plan", "wait,wait");
+  SimpleRequest request;
+  SimpleResponse response;
+  std::promise<Status> done;
+  stub->UnaryCall(context, request, &response, [&](Status status) { done.set_value(status); });
+  ASSERT_TRUE(WaitUntil([&] { return log().started("cancel") == 2; }));
+  context.TryCancel();
+  std::future<Status> result = done.get_future();
+  ASSERT_EQ(result.wait_for(kMustComplete), std::future_status::ready);
+  EXPECT_EQ(result.get().code(), StatusCode::kCancelled);
+  EXPECT_TRUE(CancelledAttempts("cancel", 2));
+}
+
+// What the user's side sees of a call: stats events by type, and interceptor calls.
+class CallObserver final : public StatsHandler, public ClientInterceptor {
+ public:
+  void HandleCall(void* tag, const CallEvent& event) override {
+    std::lock_guard lock(mu_);
+    events_.push_back(event.type);
+  }
+  Status OnCallStart(ClientContext& context, std::string_view method) override {
+    starts.fetch_add(1);
+    return Status();
+  }
+  void OnCallEnd(ClientContext& context, std::string_view method, Status& status) override {
+    ends.fetch_add(1);
+  }
+  std::vector<CallEventType> events() {
+    std::lock_guard lock(mu_);
+    return events_;
+  }
+  std::atomic<int> starts{0};
+  std::atomic<int> ends{0};
+
+ private:
+  std::mutex mu_;
+  std::vector<CallEventType> events_;
+};
+
+TEST_F(HedgingTest, InterceptorsAndStatsSeeOneCall) {
+  auto observer = std::make_shared<CallObserver>();
+  ChannelOptions options = WithConfig(HedgingConfig(3, "0s", ""));
+  options.stats_handlers.push_back(observer);
+  options.interceptors.push_back(observer);
+  channels_.push_back(NewChannel(std::move(options)));
+  TestService::Stub stub(channels_.back());
+  ASSERT_TRUE(CallWithPlan(stub, "observed", "wait,wait,ok").status.ok());
+  EXPECT_EQ(observer->starts.load(), 1);
+  EXPECT_EQ(observer->ends.load(), 1);
+  using T = CallEventType;
+  EXPECT_THAT(observer->events(), ElementsAre(T::kBegin, T::kOutHeaders, T::kOutMessage,
+                                              T::kHalfClose, T::kInHeaders, T::kInTrailers,
+                                              T::kEnd));
 }
 
 TEST(HedgingRoundRobinTest, HedgesLandOnDifferentServers) {
