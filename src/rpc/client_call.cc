@@ -490,8 +490,9 @@ void ClientCall::OnHeader(HeadersKind kind, std::string_view name, std::string_v
   } else {
     const bool trailers = kind == HeadersKind::kTrailers;
     Metadata& target =
-        keeps_own_metadata() ? (trailers ? stream_trailing_metadata_ : stream_initial_metadata_)
-                   : (trailers ? context_->trailing_metadata_ : context_->initial_metadata_);
+        keeps_own_metadata()
+            ? (trailers ? stream_trailing_metadata_ : stream_initial_metadata_)
+            : (trailers ? context_->trailing_metadata_ : context_->initial_metadata_);
     AddReceivedMetadata(name, value, target, scratch_);
   }
 }

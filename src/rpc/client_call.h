@@ -257,18 +257,19 @@ class ClientCall : public RefCounted<ClientCall> {
   int attempts_ = 1;
   std::optional<int64_t> retry_pushback_ms_;  // the server's grpc-retry-pushback-ms
   bool retry_pending_ = false;  // retry_timer_ runs
-  // Hedging, on the user's call (the channel's service config owns the policy).
+  // Hedging, on the user's call (the channel's service config owns the policy, whose
+  // max_attempts is at most 5).
   static constexpr int kMaxHedges = 5;
   const HedgingPolicy* hedging_policy_ = nullptr;
-  ClientCall* hedges_[kMaxHedges] = {};  // attempts still running (null: none in that slot)
+  ClientCall* hedges_[kMaxHedges] = {};  // attempts still running (null: a free slot)
   int hedges_sent_ = 0;
   int hedges_live_ = 0;
-  int hedge_waits_ = 0;        // retry_timer_ waits not yet run
-  uint64_t hedge_timer_seq_ = 0;  // a wait armed before the last change is stale
-  bool hedging_stopped_ = false;  // pushback or the throttle: no further attempts
+  int hedge_waits_ = 0;            // waits of retry_timer_ whose handler has not run
+  uint64_t hedge_timer_seq_ = 0;   // a wait armed before the last change is stale
+  bool hedging_stopped_ = false;   // pushback or the throttle: no further attempts
   ClientCall* hedge_winner_ = nullptr;
-  bool hedge_headers_ = false;  // the winner committed with response headers
-  Status hedge_last_status_;  // the last non-fatal failure; its metadata is in stream_*_metadata_
+  bool hedge_headers_ = false;     // the winner committed with response headers
+  Status hedge_last_status_;       // the last non-fatal failure (its metadata: stream_*)
   // On an attempt: the user's call it belongs to (until it reported its end).
   ClientCall* hedge_parent_ = nullptr;
   bool is_hedge_ = false;

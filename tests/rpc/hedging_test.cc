@@ -5,10 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/use_awaitable.hpp>
-#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <future>
@@ -254,8 +254,7 @@ TEST_F(HedgingTest, AFatalCodeCommitsAndCancelsTheOthers) {
 
   // With a long delay, the fatal first attempt is the only one.
   auto slow_stub = StubWith(HedgingConfig(3, "100s", R"("UNAVAILABLE")"));
-  EXPECT_EQ(CallWithPlan(*slow_stub, "first", "3,ok").status.code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(CallWithPlan(*slow_stub, "first", "3,ok").status.code(), StatusCode::kInvalidArgument);
   channels_.clear();
   EXPECT_EQ(log().started("first"), 1);
 }
@@ -283,7 +282,8 @@ TEST_F(HedgingTest, ThrottlingStopsNewHedges) {
   EXPECT_EQ(CallWithPlan(*stub, "t2", "14,ok").status.code(), StatusCode::kUnavailable);  // → 1
   EXPECT_EQ(log().started("t2"), 1);
   // Successes give tokens back (1 each): 1 → 4, and hedges resume.
-  for (const char* id : {"ok1", "ok2", "ok3"}) EXPECT_TRUE(CallWithPlan(*stub, id, "ok").status.ok());
+  for (const char* id : {"ok1", "ok2", "ok3"})
+    EXPECT_TRUE(CallWithPlan(*stub, id, "ok").status.ok());
   EXPECT_EQ(CallWithPlan(*stub, "t3", "14,ok").username, "attempt 1");
 }
 
@@ -348,9 +348,9 @@ TEST_F(HedgingTest, InterceptorsAndStatsSeeOneCall) {
   EXPECT_EQ(observer->starts.load(), 1);
   EXPECT_EQ(observer->ends.load(), 1);
   using T = CallEventType;
-  EXPECT_THAT(observer->events(), ElementsAre(T::kBegin, T::kOutHeaders, T::kOutMessage,
-                                              T::kHalfClose, T::kInHeaders, T::kInTrailers,
-                                              T::kEnd));
+  EXPECT_THAT(observer->events(),
+              ElementsAre(T::kBegin, T::kOutHeaders, T::kOutMessage, T::kHalfClose, T::kInHeaders,
+                          T::kInTrailers, T::kEnd));
 }
 
 TEST(HedgingRoundRobinTest, HedgesLandOnDifferentServers) {
