@@ -203,13 +203,10 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   attempts_ = 1;
   retry_pushback_ms_.reset();
   retry_policy_ = nullptr;
-  hedging_policy_ = nullptr;
-  hedges_sent_ = 0;
-  hedging_stopped_ = false;
-  hedge_winner_ = nullptr;
-  hedge_headers_ = false;
-  hedge_parent_ = nullptr;
+  hedging_policy_ = nullptr;  // the rest of the hedging state is set where it is used
   is_hedge_ = false;
+  hedge_parent_ = nullptr;
+  own_metadata_ = stream;
   CommitAttempt();
   wait_for_ready_ = context.wait_for_ready(channel_.options().wait_for_ready);
   messages_before_stream_ = stream ? 0 : 1;  // a unary call's request is queued at once
@@ -296,6 +293,10 @@ Status ClientCall::Prepare() {
         channel_.ReserveRetryBuffer(retained_request_.size())) {
       hedging_policy_ = &*config->hedging_policy;
       retry_reserved_ = retained_request_.size();
+      hedges_sent_ = 0;
+      hedging_stopped_ = false;
+      hedge_winner_ = nullptr;
+      hedge_headers_ = false;
     }
   }
   if (deadline_ != ClientContext::Clock::time_point::max() && deadline_ <= now) {
@@ -490,7 +491,7 @@ void ClientCall::OnHeader(HeadersKind kind, std::string_view name, std::string_v
   } else {
     const bool trailers = kind == HeadersKind::kTrailers;
     Metadata& target =
-        keeps_own_metadata()
+        own_metadata_
             ? (trailers ? stream_trailing_metadata_ : stream_initial_metadata_)
             : (trailers ? context_->trailing_metadata_ : context_->initial_metadata_);
     AddReceivedMetadata(name, value, target, scratch_);
@@ -508,7 +509,7 @@ void ClientCall::OnHeadersEnd(HeadersKind kind, bool end_stream) {
     }
     if (end_stream) {
       // Trailers-only: its metadata is the call's trailing metadata.
-      if (keeps_own_metadata()) {
+      if (own_metadata_) {
         std::swap(stream_initial_metadata_, stream_trailing_metadata_);
       } else {
         std::swap(context_->initial_metadata_, context_->trailing_metadata_);
@@ -756,6 +757,7 @@ void ClientCall::InitHedge(ClientCall& parent, int index) {
   InitCommon(*parent.method_, *parent.context_, /*stream=*/false);
   stats_.Start(nullptr, /*client=*/true, channel_.pool());  // the user's call reports
   is_hedge_ = true;
+  own_metadata_ = true;
   hedge_parent_ = &parent;
   response_ = parent.response_;  // only the committed attempt decodes into it
   wait_for_ready_ = parent.wait_for_ready_;
@@ -993,22 +995,12 @@ void ClientCall::Complete(Status status) {
   // A plugin that has not answered yet neither holds up the call's release nor the channel's
   // close.
   WithdrawCredentialsRequest();
-  if (hedging_policy_ != nullptr) {
-    // Attempts still running end too (each reports from a handler of its own).
-    for (ClientCall* hedge : hedges_) {
-      if (hedge != nullptr) hedge->Cancel(status);
-    }
-    stream_initial_metadata_.Clear();
-    stream_trailing_metadata_.Clear();
+  if (is_hedge_ || hedging_policy_ != nullptr) [[unlikely]] {
+    CompleteHedging(std::move(status));
+    return;
   }
   pending_status_ = std::move(status);
   delivery_pending_ = true;
-  if (is_hedge_ || hedging_policy_ != nullptr) {
-    // An attempt reports to its call, and a hedged call delivers, from a fresh handler: never
-    // inside a session's callbacks, a picking loop or another attempt's report.
-    Post(finish_slot_, [] {});
-    return;
-  }
   if (InsideHttp2Session() && transport_ != nullptr) {
     // User code must not run inside nghttp2's callbacks: deliver once the step is over.
     if (!deferred_) {
@@ -1023,6 +1015,31 @@ void ClientCall::Complete(Status status) {
     return;
   }
   Deliver();
+}
+
+void ClientCall::CompleteHedging(Status status) {
+  if (hedging_policy_ != nullptr) {
+    // Attempts still running end too (each reports from a handler of its own).
+    for (ClientCall* hedge : hedges_) {
+      if (hedge != nullptr) hedge->Cancel(status);
+    }
+    stream_initial_metadata_.Clear();
+    stream_trailing_metadata_.Clear();
+  }
+  pending_status_ = std::move(status);
+  delivery_pending_ = true;
+  // An attempt reports to its call, and a hedged call delivers, from a fresh handler: never
+  // inside a session's callbacks, a picking loop or another attempt's report.
+  Post(finish_slot_, [] {});
+}
+
+void ClientCall::ReportToParent(Status status) {
+  inbound_.Clear();
+  context_ = nullptr;
+  if (ClientCall* parent = std::exchange(hedge_parent_, nullptr)) {
+    parent->OnHedgeEnded(this, std::move(status));
+  }
+  MaybeRelease();
 }
 
 void ClientCall::RunDeferred() {
@@ -1058,13 +1075,8 @@ void ClientCall::Deliver() {
   if (!delivery_pending_) return;
   delivery_pending_ = false;
   Status status = std::move(pending_status_);
-  if (is_hedge_) {
-    inbound_.Clear();
-    context_ = nullptr;
-    if (ClientCall* parent = std::exchange(hedge_parent_, nullptr)) {
-      parent->OnHedgeEnded(this, std::move(status));
-    }
-    MaybeRelease();
+  if (is_hedge_) [[unlikely]] {
+    ReportToParent(std::move(status));
     return;
   }
   RunInterceptorsEnd(status);

@@ -195,8 +195,10 @@ class ClientCall : public RefCounted<ClientCall> {
   void TakeHedgeMetadata(ClientCall* hedge);
   // Sets an attempt up: attempt `index` (0-based) of `parent`.
   void InitHedge(ClientCall& parent, int index);
-  // Where received metadata goes: the context's (unary) or the call's own (streams, attempts).
-  [[nodiscard]] bool keeps_own_metadata() const noexcept { return is_stream_ || is_hedge_; }
+  // Complete() of a hedged call or of one of its attempts (kept off the plain call's path).
+  [[gnu::noinline]] void CompleteHedging(Status status);
+  // Deliver() of an attempt: its end goes to its call.
+  [[gnu::noinline]] void ReportToParent(Status status);
   void ArmDeadline();
   void MaybeRelease();
   void OnCredentials(uint64_t generation, StatusOr<Metadata> metadata);
@@ -273,6 +275,9 @@ class ClientCall : public RefCounted<ClientCall> {
   // On an attempt: the user's call it belongs to (until it reported its end).
   ClientCall* hedge_parent_ = nullptr;
   bool is_hedge_ = false;
+  // Received metadata stays in stream_*_metadata_ (streams, attempts) instead of going to the
+  // context.
+  bool own_metadata_ = false;
   asio::steady_timer retry_timer_;
   bool user_holds_ = false;    // the user's stream object still exists (reactor's view)
   bool status_known_ = false;  // the final status is in final_status_
