@@ -310,6 +310,10 @@ void ChannelImpl::Dispatch(ClientCall* call) {
     call->Fail(Status(StatusCode::kCancelled, "channel closed"));
     return;
   }
+  if (call->hedged()) {
+    call->StartHedging();  // its attempts come back here, each a call of its own
+    return;
+  }
   if (TryPick(call)) return;
   waiting_.push_back(call);
   if (state_ == ConnectivityState::kIdle) ExitIdle();

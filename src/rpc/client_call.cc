@@ -203,6 +203,10 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   attempts_ = 1;
   retry_pushback_ms_.reset();
   retry_policy_ = nullptr;
+  hedging_policy_ = nullptr;  // the rest of the hedging state is set where it is used
+  is_hedge_ = false;
+  hedge_parent_ = nullptr;
+  own_metadata_ = stream;
   CommitAttempt();
   wait_for_ready_ = context.wait_for_ready(channel_.options().wait_for_ready);
   messages_before_stream_ = stream ? 0 : 1;  // a unary call's request is queued at once
@@ -282,6 +286,17 @@ Status ClientCall::Prepare() {
         channel_.ReserveRetryBuffer(retained_request_.size())) {
       retry_policy_ = &*config->retry_policy;
       retry_reserved_ = retained_request_.size();
+    }
+    // Hedged attempts hold the request the same way, within the same limits.
+    if (config->hedging_policy && !is_stream_ &&
+        retained_request_.size() <= kMaxRetryBufferBytes &&
+        channel_.ReserveRetryBuffer(retained_request_.size())) {
+      hedging_policy_ = &*config->hedging_policy;
+      retry_reserved_ = retained_request_.size();
+      hedges_sent_ = 0;
+      hedging_stopped_ = false;
+      hedge_winner_ = nullptr;
+      hedge_headers_ = false;
     }
   }
   if (deadline_ != ClientContext::Clock::time_point::max() && deadline_ <= now) {
@@ -476,8 +491,9 @@ void ClientCall::OnHeader(HeadersKind kind, std::string_view name, std::string_v
   } else {
     const bool trailers = kind == HeadersKind::kTrailers;
     Metadata& target =
-        is_stream_ ? (trailers ? stream_trailing_metadata_ : stream_initial_metadata_)
-                   : (trailers ? context_->trailing_metadata_ : context_->initial_metadata_);
+        own_metadata_
+            ? (trailers ? stream_trailing_metadata_ : stream_initial_metadata_)
+            : (trailers ? context_->trailing_metadata_ : context_->initial_metadata_);
     AddReceivedMetadata(name, value, target, scratch_);
   }
 }
@@ -487,10 +503,13 @@ void ClientCall::OnHeadersEnd(HeadersKind kind, bool end_stream) {
   if (kind == HeadersKind::kResponse) {
     // Response headers commit the call (it is never retried from here on); a trailers-only
     // response does not.
-    if (!end_stream) CommitAttempt();
+    if (!end_stream) {
+      CommitAttempt();
+      if (hedge_parent_ != nullptr) hedge_parent_->OnHedgeCommitted(this);
+    }
     if (end_stream) {
       // Trailers-only: its metadata is the call's trailing metadata.
-      if (is_stream_) {
+      if (own_metadata_) {
         std::swap(stream_initial_metadata_, stream_trailing_metadata_);
       } else {
         std::swap(context_->initial_metadata_, context_->trailing_metadata_);
@@ -706,8 +725,13 @@ void ClientCall::ResetAttempt() {
   response_encoding_.clear();
   remote_closed_ = false;
   inbound_.Clear();
-  context_->initial_metadata_.Clear();
-  context_->trailing_metadata_.Clear();
+  if (is_hedge_) {
+    stream_initial_metadata_.Clear();
+    stream_trailing_metadata_.Clear();
+  } else {
+    context_->initial_metadata_.Clear();
+    context_->trailing_metadata_.Clear();
+  }
   out_.Reset();
   out_.Push(retained_request_.Ref());
   out_.Finish();
@@ -785,12 +809,16 @@ void ClientCall::Complete(Status status) {
   if (channelz_subchannel_ != nullptr) channelz_subchannel_->calls.Ended(status.ok());
   if (deadline_armed_) deadline_timer_.cancel();
   if (retry_pending_) retry_timer_.cancel();
-  if (retry_policy_ != nullptr && status.ok()) {
+  if ((retry_policy_ != nullptr || hedging_policy_ != nullptr) && status.ok()) {
     if (RetryThrottle* throttle = channel_.retry_throttle()) throttle->RecordSuccess();
   }
   // A plugin that has not answered yet neither holds up the call's release nor the channel's
   // close.
   WithdrawCredentialsRequest();
+  if (is_hedge_ || hedging_policy_ != nullptr) [[unlikely]] {
+    CompleteHedging(std::move(status));
+    return;
+  }
   pending_status_ = std::move(status);
   delivery_pending_ = true;
   if (InsideHttp2Session() && transport_ != nullptr) {
@@ -807,6 +835,31 @@ void ClientCall::Complete(Status status) {
     return;
   }
   Deliver();
+}
+
+void ClientCall::CompleteHedging(Status status) {
+  if (hedging_policy_ != nullptr) {
+    // Attempts still running end too (each reports from a handler of its own).
+    for (ClientCall* hedge : hedges_) {
+      if (hedge != nullptr) hedge->Cancel(status);
+    }
+    stream_initial_metadata_.Clear();
+    stream_trailing_metadata_.Clear();
+  }
+  pending_status_ = std::move(status);
+  delivery_pending_ = true;
+  // An attempt reports to its call, and a hedged call delivers, from a fresh handler: never
+  // inside a session's callbacks, a picking loop or another attempt's report.
+  Post(finish_slot_, [] {});
+}
+
+void ClientCall::ReportToParent(Status status) {
+  inbound_.Clear();
+  context_ = nullptr;
+  if (ClientCall* parent = std::exchange(hedge_parent_, nullptr)) {
+    parent->OnHedgeEnded(this, std::move(status));
+  }
+  MaybeRelease();
 }
 
 void ClientCall::RunDeferred() {
@@ -842,6 +895,10 @@ void ClientCall::Deliver() {
   if (!delivery_pending_) return;
   delivery_pending_ = false;
   Status status = std::move(pending_status_);
+  if (is_hedge_) [[unlikely]] {
+    ReportToParent(std::move(status));
+    return;
+  }
   RunInterceptorsEnd(status);
   if (stats_.active()) stats_.End(status);
   if (is_stream_) {
@@ -1080,7 +1137,8 @@ void ClientCall::OnUserGone() {
 
 void ClientCall::MaybeRelease() {
   if (released_ || !completed_ || delivery_pending_ || deferred_ || stream_open_ ||
-      deadline_armed_ || retry_pending_ || queued_completions_ > 0 || credentials_pending_) {
+      deadline_armed_ || retry_pending_ || queued_completions_ > 0 || credentials_pending_ ||
+      hedges_live_ > 0) {
     return;
   }
   // Nothing runs for the call on the reactor any more: the channel need not wait for it. A

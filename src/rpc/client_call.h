@@ -21,6 +21,15 @@
 // the reactor writes results into it directly. A stream's context may go with the stream
 // object at any time; the reactor touches it only under `user_mu_` and not after DetachUser().
 //
+// Hedging (gRFC A6 hedgingPolicy; unary calls only, streams are never hedged): the user's call
+// sends no stream itself. It starts up to max_attempts child calls (pooled ClientCalls, each one
+// attempt over the connection the channel picks, each sending the same retained request by
+// reference), one at once and one more every hedging delay. The first child to receive response
+// headers, or to end with OK or a fatal status, commits: the others are cancelled (RST_STREAM
+// CANCEL) and its metadata and status become the call's. Interceptors, stats and the completion
+// belong to the user's call only; children report to it from fresh handlers, and it delivers
+// from one too, so no hedging step runs user code inside a session's callbacks.
+//
 // Thread safety: reactor-confined, except where noted.
 #ifndef RILL_SRC_RPC_CLIENT_CALL_H_
 #define RILL_SRC_RPC_CLIENT_CALL_H_
@@ -129,6 +138,12 @@ class ClientCall : public RefCounted<ClientCall> {
   // reactor. Thread-safe.
   void RequestCancel();
 
+  // The call has a hedging policy: ChannelImpl::Dispatch() hands it to StartHedging() instead of
+  // a connection.
+  [[nodiscard]] bool hedged() const noexcept { return hedging_policy_ != nullptr; }
+  // Sends the first attempt (all of them with a hedging delay of 0) and arms the hedge timer.
+  void StartHedging();
+
   // Bookkeeping for ClientTransport (index into its call list).
   size_t transport_index = 0;
   [[nodiscard]] int32_t stream_id() const noexcept { return stream_id_; }
@@ -160,6 +175,31 @@ class ClientCall : public RefCounted<ClientCall> {
   // goes, with its share of the channel's retry buffer.
   void CommitAttempt();
   void RedispatchAfter(std::chrono::milliseconds delay);
+  // Hedging, on the user's call. SendHedge() starts one more attempt; CanHedge() says whether
+  // one may start now; ArmHedgeTimer() sends the next one after `delay`.
+  void SendHedge();
+  [[nodiscard]] bool CanHedge() const;
+  void ArmHedgeTimer(std::chrono::milliseconds delay);
+  // Further attempts are off: a pending wait of the hedge timer does nothing.
+  void StopHedgeTimer();
+  // The call ends with `status` and the metadata of the attempt that decided it (`hedge`, null
+  // when that attempt is gone), which stats handlers hear of as the call's exchange.
+  void EndHedging(Status status, const ClientCall* hedge);
+  // From an attempt: its response headers arrived (inside its session's callbacks).
+  void OnHedgeCommitted(ClientCall* hedge);
+  // From an attempt's own fresh handler: it ended with `status` (it no longer refers to this
+  // call afterwards).
+  void OnHedgeEnded(ClientCall* hedge, Status status);
+  // `hedge` decides the call: no more attempts, the others are cancelled.
+  void CommitHedge(ClientCall* hedge);
+  // An attempt's response metadata becomes the user's.
+  void TakeHedgeMetadata(ClientCall* hedge);
+  // Sets an attempt up: attempt `index` (0-based) of `parent`.
+  void InitHedge(ClientCall& parent, int index);
+  // Complete() of a hedged call or of one of its attempts (kept off the plain call's path).
+  [[gnu::noinline]] void CompleteHedging(Status status);
+  // Deliver() of an attempt: its end goes to its call.
+  [[gnu::noinline]] void ReportToParent(Status status);
   void ArmDeadline();
   void MaybeRelease();
   void OnCredentials(uint64_t generation, StatusOr<Metadata> metadata);
@@ -220,6 +260,25 @@ class ClientCall : public RefCounted<ClientCall> {
   int attempts_ = 1;
   std::optional<int64_t> retry_pushback_ms_;  // the server's grpc-retry-pushback-ms
   bool retry_pending_ = false;  // retry_timer_ runs
+  // Hedging, on the user's call (the channel's service config owns the policy, whose
+  // max_attempts is at most 5).
+  static constexpr int kMaxHedges = 5;
+  const HedgingPolicy* hedging_policy_ = nullptr;
+  ClientCall* hedges_[kMaxHedges] = {};  // attempts still running (null: a free slot)
+  int hedges_sent_ = 0;
+  int hedges_live_ = 0;
+  int hedge_waits_ = 0;            // waits of retry_timer_ whose handler has not run
+  uint64_t hedge_timer_seq_ = 0;   // a wait armed before the last change is stale
+  bool hedging_stopped_ = false;   // pushback or the throttle: no further attempts
+  ClientCall* hedge_winner_ = nullptr;
+  bool hedge_headers_ = false;     // the winner committed with response headers
+  Status hedge_last_status_;       // the last non-fatal failure (its metadata: stream_*)
+  // On an attempt: the user's call it belongs to (until it reported its end).
+  ClientCall* hedge_parent_ = nullptr;
+  bool is_hedge_ = false;
+  // Received metadata stays in stream_*_metadata_ (streams, attempts) instead of going to the
+  // context.
+  bool own_metadata_ = false;
   asio::steady_timer retry_timer_;
   bool user_holds_ = false;    // the user's stream object still exists (reactor's view)
   bool status_known_ = false;  // the final status is in final_status_
