@@ -5,12 +5,15 @@
 
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
+#include <asio/post.hpp>
+#include <asio/steady_timer.hpp>
 #include <atomic>
 #include <cstdio>
 #include <string>
 #include <thread>
 
 #include "src/base/user_code.h"
+#include "src/mem/idle_trim.h"
 
 namespace rill {
 namespace {
@@ -32,10 +35,33 @@ void RunReactor(asio::io_context& ctx) {
 
 }  // namespace
 
+// How often each reactor gives idle buffer memory back (internal::TrimIdleBufferCaches).
+constexpr std::chrono::seconds kTrimInterval{1};
+
+void ArmTrimTimer(const std::atomic<bool>* stopping, asio::steady_timer* timer) {
+  if (stopping->load(std::memory_order_acquire)) return;
+  timer->expires_after(kTrimInterval);
+  timer->async_wait([stopping, timer](const asio::error_code& ec) {
+    if (ec) return;
+    internal::TrimIdleBufferCaches();
+    ArmTrimTimer(stopping, timer);
+  });
+}
+
 struct ReactorPool::Impl {
   using Guard = asio::executor_work_guard<asio::io_context::executor_type>;
   std::vector<std::unique_ptr<asio::io_context>> contexts;
+  std::vector<std::unique_ptr<asio::steady_timer>> trim_timers;  // one per context, on it
+  std::atomic<bool> stopping{false};  // the timers stop re-arming
   std::vector<Guard> guards;
+
+  // The trim timers hold their reactors' run() open: each is cancelled on its own thread.
+  void StopTrimTimers() {
+    stopping.store(true, std::memory_order_release);
+    for (size_t i = 0; i < contexts.size(); ++i) {
+      asio::post(*contexts[i], [timer = trim_timers[i].get()] { timer->cancel(); });
+    }
+  }
   std::vector<std::thread> threads;
   std::atomic<size_t> next{0};
   // Set when the pool is released from one of its own threads: the threads were detached, and
@@ -51,6 +77,11 @@ ReactorPool::ReactorPool(Options options) : impl_(std::make_unique<Impl>()) {
     // Concurrency hint 1: each context is run by exactly one thread.
     impl_->contexts.push_back(std::make_unique<asio::io_context>(1));
     impl_->guards.emplace_back(impl_->contexts.back()->get_executor());
+    impl_->trim_timers.push_back(std::make_unique<asio::steady_timer>(*impl_->contexts.back()));
+    asio::post(*impl_->contexts.back(),
+               [stopping = &impl_->stopping, timer = impl_->trim_timers.back().get()] {
+                 ArmTrimTimer(stopping, timer);
+               });
   }
   impl_->running.store(n);
   for (size_t i = 0; i < n; ++i) {
@@ -80,6 +111,7 @@ ReactorPool::ReactorPool(Options options) : impl_(std::make_unique<Impl>()) {
 
 ReactorPool::~ReactorPool() {
   if (impl_ == nullptr) return;  // abandoned: its threads delete it
+  impl_->StopTrimTimers();
   for (auto& guard : impl_->guards) guard.reset();
   for (auto& thread : impl_->threads) thread.join();
 }
@@ -96,6 +128,7 @@ void ReleaseReactorPool(std::unique_ptr<ReactorPool> pool) {
   // this reactor. The threads finish their remaining work and the last one deletes the pool.
   ReactorPool::Impl* impl = pool->impl_.release();
   impl->abandoned.store(true, std::memory_order_release);
+  impl->StopTrimTimers();
   for (auto& thread : impl->threads) thread.detach();
   for (auto& guard : impl->guards) guard.reset();
 }
