@@ -122,8 +122,9 @@ struct ChannelOptions {
   // gRPC's service config, as JSON (the grpc.service_config.ServiceConfig schema): per-method
   // "timeout" (the call's deadline is the earlier of its own and this), "waitForReady",
   // "maxRequestMessageBytes" / "maxResponseMessageBytes" (the lower of these and the limits
-  // above apply), "retryPolicy" (unary calls; retried attempts reuse the request's pooled
-  // buffers, no copy, up to 256 KiB of request per call), "retryThrottling", and
+  // above apply), "retryPolicy" (retried attempts resend the messages from the pooled buffers
+  // that hold them, no copy, up to 256 KiB per call; a stream past that commits),
+  // "hedgingPolicy" (unary calls), "retryThrottling", and
   // "loadBalancingConfig" (which then replaces load_balancing_policy). A malformed config fails
   // Create() with INVALID_ARGUMENT.
   //

@@ -173,6 +173,8 @@ void ClientCall::InitUnary(const MethodDescriptor& method, ClientContext& contex
 
 void ClientCall::InitStream(const MethodDescriptor& method, ClientContext& context) {
   InitCommon(method, context, /*stream=*/true);
+  // Every stream may be retried transparently until its response begins.
+  retaining_ = true;
   user_holds_ = true;
   channel_ref_ = RefPtr<ChannelImpl>(&channel_);
 }
@@ -208,6 +210,7 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   hedge_parent_ = nullptr;
   own_metadata_ = stream;
   CommitAttempt();
+  retained_half_close_ = false;
   wait_for_ready_ = context.wait_for_ready(channel_.options().wait_for_ready);
   messages_before_stream_ = stream ? 0 : 1;  // a unary call's request is queued at once
   delivery_pending_ = false;
@@ -287,6 +290,8 @@ Status ClientCall::Prepare() {
       retry_policy_ = &*config->retry_policy;
       retry_reserved_ = retained_request_.size();
     }
+    // A stream reserves its share message by message (RetainMessage).
+    if (config->retry_policy && is_stream_) retry_policy_ = &*config->retry_policy;
     // Hedged attempts hold the request the same way, within the same limits.
     if (config->hedging_policy && !is_stream_ &&
         retained_request_.size() <= kMaxRetryBufferBytes &&
@@ -644,10 +649,9 @@ void ClientCall::OnStreamClosed(uint32_t error_code) {
 bool ClientCall::RetryTransparently() {
   // REFUSED_STREAM (also what a GOAWAY below the stream's id means) says the server's
   // application never saw the call, so it may go again, whatever its method: gRPC's transparent
-  // retry. A unary call's request is still held (retained_request_); a stream's messages are
-  // not, so streams are not retried.
-  if (is_stream_ || http_status_ != 0 || retained_request_.empty() ||
-      transparent_retries_ >= kMaxTransparentRetries) {
+  // retry. A unary call's request is still held (retained_request_), a stream's messages so far
+  // too (retained_messages_) unless they passed the limit.
+  if (http_status_ != 0 || !CanReplay() || transparent_retries_ >= kMaxTransparentRetries) {
     return false;
   }
   ++transparent_retries_;
@@ -660,7 +664,7 @@ bool ClientCall::RetryPerPolicy(const Status& status) {
   // gRFC A6: only before the response began (retained_request_ goes at its headers), for a
   // status the method's policy names, within its attempts, the channel's throttle, the call's
   // deadline and the server's pushback.
-  if (retry_policy_ == nullptr || is_stream_ || retained_request_.empty() || completed_) {
+  if (retry_policy_ == nullptr || !CanReplay() || completed_) {
     return false;
   }
   const auto& codes = retry_policy_->retryable_status_codes;
@@ -692,9 +696,29 @@ bool ClientCall::RetryPerPolicy(const Status& status) {
 
 void ClientCall::CommitAttempt() {
   retained_request_.Free();
+  retained_messages_.clear();
+  retained_bytes_ = 0;
+  retaining_ = false;
   if (retry_reserved_ != 0) {
     channel_.ReleaseRetryBuffer(retry_reserved_);
     retry_reserved_ = 0;
+  }
+}
+
+void ClientCall::RetainMessage(const BufferSlice& message) {
+  const size_t bytes = message.size();
+  if (retained_bytes_ + bytes > kMaxRetryBufferBytes || !channel_.ReserveRetryBuffer(bytes)) {
+    CommitAttempt();  // gRPC's rule: a call whose buffered messages pass the limit commits
+    return;
+  }
+  retry_reserved_ += bytes;
+  retained_bytes_ += bytes;
+  // The first message goes where a unary call keeps its request: a stream of one request (server
+  // streaming) allocates nothing for it.
+  if (retained_request_.empty() && retained_messages_.empty()) {
+    retained_request_ = message.Ref();
+  } else {
+    retained_messages_.push_back(message.Ref());
   }
 }
 
@@ -704,6 +728,12 @@ void ClientCall::ResetAttempt() {
     // without this call: its last events find no call.
     if (stream_open_) {
       transport_->session().SetStreamData(stream_id_, nullptr);
+      // A stream may still be sending: reset, it stops drawing on out_, which the next attempt
+      // refills. (A unary call's request was sent whole.)
+      if (is_stream_) {
+        transport_->session().Reset(stream_id_, kHttp2Cancel);
+        transport_->connection().ScheduleFlush();
+      }
       transport_->channelz().StreamEnded(false);
     }
     transport_->DetachCall(this);
@@ -725,7 +755,7 @@ void ClientCall::ResetAttempt() {
   response_encoding_.clear();
   remote_closed_ = false;
   inbound_.Clear();
-  if (is_hedge_) {
+  if (own_metadata_) {
     stream_initial_metadata_.Clear();
     stream_trailing_metadata_.Clear();
   } else {
@@ -733,8 +763,14 @@ void ClientCall::ResetAttempt() {
     context_->trailing_metadata_.Clear();
   }
   out_.Reset();
-  out_.Push(retained_request_.Ref());
-  out_.Finish();
+  if (!is_stream_) {
+    out_.Push(retained_request_.Ref());
+    out_.Finish();
+    return;
+  }
+  if (!retained_request_.empty()) out_.Push(retained_request_.Ref());
+  for (const BufferSlice& message : retained_messages_) out_.Push(message.Ref());
+  if (retained_half_close_) out_.Finish();
 }
 
 void ClientCall::RedispatchAfter(std::chrono::milliseconds delay) {
@@ -982,9 +1018,11 @@ void ClientCall::TryWrite() {
   } else {
     ++messages_before_stream_;
   }
+  if (retaining_) RetainMessage(write_bytes_);
   out_.Push(std::move(write_bytes_));
   if (write_last_) {
     out_.Finish();
+    retained_half_close_ = true;
     if (stats_.active()) StatsQueued(stats_.HalfClose());
   }
   if (stream_open_) {
@@ -998,6 +1036,7 @@ void ClientCall::StartWritesDone(detail::Completion<void(bool)> done) {
   const bool ok = !completed_ && !out_.finished();
   if (ok) {
     out_.Finish();
+    retained_half_close_ = true;
     if (stats_.active()) StatsQueued(stats_.HalfClose());
     if (stream_open_) {
       transport_->session().Resume(stream_id_, &out_);
@@ -1053,6 +1092,7 @@ void ClientCall::StartFinish(google::protobuf::MessageLite* response,
   finish_done_ = std::move(done);
   if (response != nullptr && !completed_ && !out_.finished()) {
     out_.Finish();
+    retained_half_close_ = true;
     if (stats_.active()) StatsQueued(stats_.HalfClose());
     if (stream_open_) {
       transport_->session().Resume(stream_id_, &out_);

@@ -39,6 +39,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "rill/client_call.h"
 #include "rill/client_context.h"
@@ -169,8 +170,17 @@ class ClientCall : public RefCounted<ClientCall> {
   // The attempt ended with `status` before the response began: starts the next attempt after
   // the policy's backoff (true), or false when the method's retry policy does not allow one.
   bool RetryPerPolicy(const Status& status);
-  // Forgets the last attempt's stream and response and queues the request again.
+  // Forgets the last attempt's stream and response and queues the request (a stream's messages
+  // so far) again.
   void ResetAttempt();
+  // The request can be sent again: a unary call still holds it, a stream still keeps its
+  // messages.
+  [[nodiscard]] bool CanReplay() const noexcept {
+    return is_stream_ ? retaining_ : !retained_request_.empty();
+  }
+  // Keeps a reference to a stream's message for replay, or commits the call when the message
+  // does not fit the per-call or per-channel limit.
+  void RetainMessage(const BufferSlice& message);
   // The call is committed (its response began, or it is over): the request held for retries
   // goes, with its share of the channel's retry buffer.
   void CommitAttempt();
@@ -251,9 +261,16 @@ class ClientCall : public RefCounted<ClientCall> {
   bool wait_for_ready_ = false;
   // A unary call's request, kept (a reference, not a copy) until the response begins.
   BufferSlice retained_request_;
+  // A stream's messages written so far (the first in retained_request_), kept the same way until
+  // its response begins (or they pass the per-call limit), for replay on a new attempt.
+  std::vector<BufferSlice> retained_messages_;
+  size_t retained_bytes_ = 0;
+  bool retaining_ = false;          // the stream keeps its messages (not yet committed)
+  bool retained_half_close_ = false;  // and its half-close
   static constexpr int kMaxTransparentRetries = 5;
   int transparent_retries_ = 0;
-  // Retries per the service config (gRFC A6): unary calls whose request fits the buffer limit.
+  // Retries per the service config (gRFC A6): unary calls whose request fits the buffer limit,
+  // streams while their messages so far fit it.
   static constexpr size_t kMaxRetryBufferBytes = 256 * 1024;
   const RetryPolicy* retry_policy_ = nullptr;  // the channel's service config owns it
   size_t retry_reserved_ = 0;  // bytes of the channel's retry buffer this call holds

@@ -1,6 +1,7 @@
 // Retries per the service config (gRFC A6), rill ↔ rill on loopback: how many attempts the
 // server sees, when the client stops (non-retryable codes, response headers, pushback,
-// throttling, attempts), and the config's other per-method settings.
+// throttling, attempts), streams replayed from the messages they keep, and the config's other
+// per-method settings.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -59,19 +60,68 @@ class FlakyService final : public TestService::Service {
     co_return Status();
   }
 
+  // Reads the whole client stream, records how many payload bytes this attempt carried, then
+  // fails like EmptyCall; "x-fail-early" fails before reading anything.
+  Awaitable<Status> StreamingInputCall(ServerContext& context,
+                                       ServerReader<StreamingInputCallRequest>& reader,
+                                       StreamingInputCallResponse& response) override {
+    const Metadata& md = context.client_metadata();
+    const std::string id(md.Get("x-call-id").value_or(""));
+    const int attempt = NextAttempt(id);
+    const bool fail = attempt <= IntOf(md.Get("x-fail"), 0);
+    if (fail && md.Get("x-fail-early")) {
+      co_return Status(StatusCode::kUnavailable, "early failure");
+    }
+    StreamingInputCallRequest request;
+    int32_t total = 0;
+    while (co_await reader.Read(&request)) total += static_cast<int32_t>(request.payload().body().size());
+    {
+      std::lock_guard lock(mu_);
+      received_[id].push_back(total);
+    }
+    if (fail) co_return Status(StatusCode::kUnavailable, "attempt failed");
+    response.set_aggregated_payload_size(total);
+    co_return Status();
+  }
+
+  // Sends its response headers, then fails the first "x-fail" attempts.
+  Awaitable<Status> FullDuplexCall(ServerContext& context, FullDuplexServerStream& stream) override {
+    const Metadata& md = context.client_metadata();
+    const int attempt = NextAttempt(std::string(md.Get("x-call-id").value_or("")));
+    context.SendInitialMetadata();
+    StreamingOutputCallRequest request;
+    while (co_await stream.Read(&request)) {
+    }
+    if (attempt <= IntOf(md.Get("x-fail"), 0)) co_return Status(StatusCode::kUnavailable, "no");
+    co_return Status();
+  }
+
   int attempts(const std::string& id) {
     std::lock_guard lock(mu_);
     return attempts_[id];
   }
+  // The payload bytes each attempt of a client stream carried.
+  std::vector<int32_t> received(const std::string& id) {
+    std::lock_guard lock(mu_);
+    return received_[id];
+  }
 
  private:
+  int NextAttempt(const std::string& id) {
+    std::lock_guard lock(mu_);
+    return ++attempts_[id];
+  }
+
   std::mutex mu_;
   std::map<std::string, int> attempts_;
+  std::map<std::string, std::vector<int32_t>> received_;
 };
 
 constexpr const char* kRetryConfig = R"({
   "methodConfig": [{
-    "name": [{"service": "grpc.testing.TestService", "method": "EmptyCall"}],
+    "name": [{"service": "grpc.testing.TestService", "method": "EmptyCall"},
+             {"service": "grpc.testing.TestService", "method": "StreamingInputCall"},
+             {"service": "grpc.testing.TestService", "method": "FullDuplexCall"}],
     "retryPolicy": {"maxAttempts": 4, "initialBackoff": "0.01s", "maxBackoff": "0.05s",
                     "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE", 10]}
   }]})";
@@ -153,6 +203,66 @@ TEST_F(RetryTest, OtherCodesAndOtherMethodsAreNotRetried) {
 TEST_F(RetryTest, NeverRetriesOnceResponseHeadersArrived) {
   ExpectCall(*retry_, "headers", {{"x-fail", "1"}, {"x-headers-first", "1"}},
              StatusCode::kUnavailable, 1);
+}
+
+// A client stream keeps references to the messages it wrote until its response begins: a failed
+// attempt is replayed whole on the next one, whether it failed after the half-close or while the
+// client was still writing.
+void WriteSizes(ClientWriter<StreamingInputCallRequest>& writer, const std::vector<int>& sizes) {
+  for (int size : sizes) {
+    StreamingInputCallRequest request;
+    request.mutable_payload()->mutable_body()->assign(static_cast<size_t>(size), 's');
+    ASSERT_TRUE(writer.BlockingWrite(request)) << size;
+  }
+}
+
+TEST_F(RetryTest, ClientStreamsAreReplayedOnEachAttempt) {
+  const std::vector<int> sizes = {1, 1000, 70 * 1024, 5};
+  const int total = 1 + 1000 + 70 * 1024 + 5;
+  for (const bool early : {false, true}) {
+    const std::string id = early ? "cs-early" : "cs";
+    ClientContext context;
+    context.set_timeout(kMustComplete);
+    context.AddMetadata("x-call-id", id);
+    context.AddMetadata("x-fail", "2");
+    if (early) context.AddMetadata("x-fail-early", "1");
+    StreamingInputCallResponse response;
+    auto writer = retry_->StreamingInputCall(context, &response);
+    ASSERT_NO_FATAL_FAILURE(WriteSizes(*writer, sizes));
+    const Status status = writer->BlockingFinish();
+    ASSERT_TRUE(status.ok()) << id << ": " << status;
+    EXPECT_EQ(response.aggregated_payload_size(), total) << id;
+    EXPECT_EQ(service_.attempts(id), 3) << id;
+    // Every attempt that read its stream saw all of it.
+    for (int32_t seen : service_.received(id)) EXPECT_EQ(seen, total) << id;
+    EXPECT_EQ(service_.received(id).size(), early ? 1u : 3u) << id;
+  }
+}
+
+TEST_F(RetryTest, StreamsAreNotRetriedOnceResponseHeadersArrived) {
+  ClientContext context;
+  context.set_timeout(kMustComplete);
+  context.AddMetadata("x-call-id", "bidi");
+  context.AddMetadata("x-fail", "1");
+  auto stream = retry_->FullDuplexCall(context);
+  StreamingOutputCallRequest request;
+  ASSERT_TRUE(stream->BlockingWrite(request));
+  ASSERT_TRUE(stream->BlockingWritesDone());
+  EXPECT_EQ(stream->BlockingFinish().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(service_.attempts("bidi"), 1);
+}
+
+TEST_F(RetryTest, AStreamPastTheBufferLimitCommits) {
+  // 300 KiB written before the server answers: more than a call may keep for retries (256 KiB).
+  ClientContext context;
+  context.set_timeout(kMustComplete);
+  context.AddMetadata("x-call-id", "big");
+  context.AddMetadata("x-fail", "1");
+  StreamingInputCallResponse response;
+  auto writer = retry_->StreamingInputCall(context, &response);
+  ASSERT_NO_FATAL_FAILURE(WriteSizes(*writer, {100 * 1024, 100 * 1024, 100 * 1024}));
+  EXPECT_EQ(writer->BlockingFinish().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(service_.attempts("big"), 1);
 }
 
 TEST_F(RetryTest, ServerPushbackSetsTheDelayOrStopsRetries) {

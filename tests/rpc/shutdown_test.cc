@@ -8,6 +8,7 @@
 #include <asio/ip/tcp.hpp>
 #include <asio/local/stream_protocol.hpp>
 #include <asio/post.hpp>
+#include <asio/use_future.hpp>
 #include <functional>
 #include <future>
 #include <mutex>
@@ -37,6 +38,12 @@ class WaitingService final : public TestService::Service, public WaitingHandler 
   Status EmptyCall(ServerContext& context, const Empty& request, Empty& response) override {
     return Status();
   }
+
+  Awaitable<Status> StreamingInputCall(ServerContext&,
+                                       ServerReader<StreamingInputCallRequest>& reader,
+                                       StreamingInputCallResponse& response) override {
+    return SumRequestPayloads(&reader, &response);
+  }
 };
 
 // Starts an EmptyCall that completes into the returned future.
@@ -51,6 +58,24 @@ struct AsyncEmptyCall {
     stub.EmptyCall(context, request, &response,
                    [this](Status status) { done.set_value(std::move(status)); });
     return done.get_future();
+  }
+};
+
+// Starts a client stream of one 100-byte message that completes into the returned future (OK
+// only when the server saw the whole stream).
+struct AsyncClientStream {
+  ClientContext context;
+  StreamingInputCallRequest request;
+  StreamingInputCallResponse response;
+  std::unique_ptr<ClientWriter<StreamingInputCallRequest>> writer;
+  std::future<bool> wrote;
+
+  std::future<Status> Start(TestService::Stub& stub) {
+    context.set_timeout(kMustComplete);
+    request.mutable_payload()->mutable_body()->assign(100, 'r');
+    writer = stub.StreamingInputCall(context, &response);
+    wrote = writer->Write(request, {}, asio::use_future);
+    return writer->Finish(asio::use_future);
   }
 };
 
@@ -73,6 +98,31 @@ void ExpectCompletesOk(std::future<Status>& result) {
 
 class ShutdownTest : public ServiceTest<WaitingService> {
  protected:
+  // A call dispatched on a connection whose server just sent GOAWAY (the client's reactor is
+  // held so that the call goes out before the client reads it) is refused, never seen by the
+  // server's application, and goes again on the restarted server; `start` starts it.
+  void ExpectRetriedTransparently(
+      const std::function<std::future<Status>(TestService::Stub&)>& start) {
+    StartServer();
+    ReactorPool client_reactors({.threads = 1, .cpus = {}});
+    auto channel = ConnectedChannel(WaitForReadyOptions(&client_reactors));
+    TestService::Stub stub(channel);
+    const TestServerSetup setup = SameAddress();
+    std::promise<void> release;
+    std::promise<void> held;
+    asio::post(client_reactors.reactor(0), [&release, &held] {
+      held.set_value();
+      release.get_future().wait();
+    });
+    held.get_future().wait();
+    server_->Stop(milliseconds(1000));
+    std::future<Status> result = start(stub);
+    release.set_value();
+    server_ = TestServer::Start(GetParam(), setup);
+    ASSERT_NE(server_, nullptr);
+    ExpectCompletesOk(result);
+  }
+
   // What restarts the server at the same address.
   TestServerSetup SameAddress() {
     TestServerSetup setup;
@@ -321,33 +371,26 @@ TEST_P(ShutdownTest, ExpiredQueuedCallDoesNotDisturbTheNextCall) {
 // A wait-for-ready call started while the client has not yet noticed that the server went away
 // lands on the dying connection. The server never saw the stream (its GOAWAY names a lower
 // stream id), so the channel retries it transparently on a new connection.
+// A call dispatched on a connection whose server just sent GOAWAY (the client's reactor is held
+// so that the call goes out before the client reads it) is refused, never seen by the server's
+// application, and goes again on the restarted server: `start` starts it.
 TEST_P(ShutdownTest, CallOnADyingConnectionIsRetriedTransparently) {
   if (GetParam() == Transport::kInProcess) {
     GTEST_SKIP() << "an in-process channel cannot reach a restarted server";
   }
-  StartServer();
-  ReactorPool client_reactors({.threads = 1, .cpus = {}});
-  auto channel = ConnectedChannel(WaitForReadyOptions(&client_reactors));
-  TestService::Stub stub(channel);
-
-  const TestServerSetup setup = SameAddress();
-  // Hold the client's reactor while the server goes, so the next call is dispatched before the
-  // client reads the GOAWAY.
-  std::promise<void> release;
-  std::promise<void> held;
-  asio::post(client_reactors.reactor(0), [&release, &held] {
-    held.set_value();
-    release.get_future().wait();
-  });
-  held.get_future().wait();
-  server_->Stop(milliseconds(1000));
   AsyncEmptyCall call;
-  std::future<Status> result = call.Start(stub);
-  release.set_value();
-  server_ = TestServer::Start(GetParam(), setup);
-  ASSERT_NE(server_, nullptr);
-  ExpectCompletesOk(result);
-  channel.reset();
+  ExpectRetriedTransparently([&](TestService::Stub& stub) { return call.Start(stub); });
+}
+
+TEST_P(ShutdownTest, StreamOnADyingConnectionIsRetriedTransparently) {
+  if (GetParam() == Transport::kInProcess) {
+    GTEST_SKIP() << "an in-process channel cannot reach a restarted server";
+  }
+  AsyncClientStream stream;
+  ExpectRetriedTransparently([&](TestService::Stub& stub) { return stream.Start(stub); });
+  ASSERT_EQ(stream.wrote.wait_for(kMustComplete), std::future_status::ready);
+  EXPECT_TRUE(stream.wrote.get());
+  EXPECT_EQ(stream.response.aggregated_payload_size(), 100);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, ShutdownTest, kAllTransports, TransportParamName);
