@@ -426,14 +426,22 @@ class LastAddressFactory final : public LoadBalancingPolicyFactory {
       std::make_shared<LastAddressPolicy::Shared>();
 };
 
+// A channel over every backend whose policy is `factory`'s "last_address".
+std::shared_ptr<Channel> LastAddressChannel(const std::string& target,
+                                            const std::shared_ptr<LastAddressFactory>& factory) {
+  ChannelOptions options = FastRetry("last_address");
+  options.load_balancing_policies.push_back(factory);
+  auto channel = Channel::Create(target, options);
+  EXPECT_TRUE(channel.ok()) << channel.status();
+  return channel.ok() ? *channel : nullptr;
+}
+
 TEST_F(LoadBalancingTest, UserPolicyChoosesTheConnectionOfEachCall) {
   ASSERT_NO_FATAL_FAILURE(StartBackends(3));
   auto factory = std::make_shared<LastAddressFactory>();
-  ChannelOptions options = FastRetry("last_address");
-  options.load_balancing_policies.push_back(factory);
-  auto channel = Channel::Create(Ipv4Target(), options);
-  ASSERT_TRUE(channel.ok()) << channel.status();
-  auto stub = std::make_unique<TestService::Stub>(*channel);
+  auto channel = LastAddressChannel(Ipv4Target(), factory);
+  ASSERT_NE(channel, nullptr);
+  auto stub = std::make_unique<TestService::Stub>(channel);
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(EmptyCall(*stub).ok());
   EXPECT_THAT(Counts(), ::testing::ElementsAre(0, 0, 20));
   {
@@ -459,11 +467,11 @@ TEST_F(LoadBalancingTest, UserPolicyChoosesTheConnectionOfEachCall) {
   ASSERT_EQ(waiting.wait_for(kMustComplete), std::future_status::ready);
   EXPECT_TRUE(waiting.get().ok());
   EXPECT_EQ(backends_[2]->service.calls.load(), 21);
-  EXPECT_EQ(channel->get()->GetState(false), ConnectivityState::kReady);
+  EXPECT_EQ(channel->GetState(false), ConnectivityState::kReady);
 
   // The channel destroys its policy (which releases its subchannel) when it goes.
   stub.reset();
-  channel->reset();
+  channel.reset();
   EXPECT_TRUE(WaitUntil([&] { return factory->shared->live.load() == 0; }));
 }
 
@@ -490,11 +498,9 @@ TEST_F(LoadBalancingTest, UserPolicyChosenByTheServiceConfig) {
 TEST_F(LoadBalancingTest, UserPolicyThatThrowsFailsCallsNotTheProcess) {
   ASSERT_NO_FATAL_FAILURE(StartBackends(1));
   auto factory = std::make_shared<LastAddressFactory>();
-  ChannelOptions options = FastRetry("last_address");
-  options.load_balancing_policies.push_back(factory);
-  auto channel = Channel::Create(Ipv4Target(), options);
-  ASSERT_TRUE(channel.ok()) << channel.status();
-  TestService::Stub stub(*channel);
+  auto channel = LastAddressChannel(Ipv4Target(), factory);
+  ASSERT_NE(channel, nullptr);
+  TestService::Stub stub(channel);
   ASSERT_TRUE(EmptyCall(stub).ok());
 
   LogCapture log;
