@@ -55,20 +55,23 @@ void CallStats::Start(const StatsHandlers* handlers, bool client, BufferPool& po
   constexpr CallEventMask kAlways =
       CallEventBit(CallEventType::kBegin) | CallEventBit(CallEventType::kEnd);
   wanted_ = kAlways;
-  masks_.clear();
-  tags_.clear();
   if (handlers_ != nullptr) {
-    for (const auto& handler : *handlers_) {
+    const size_t count = handlers_->size();
+    if (masks_.size() != count) {  // sized once for the handlers a pooled object serves
+      masks_.resize(count);
+      tags_.resize(count);
+    }
+    for (size_t i = 0; i < count; ++i) {
       CallEventMask mask = kAllCallEvents;
       try {
-        mask = handler->call_events() | kAlways;
+        mask = (*handlers_)[i]->call_events() | kAlways;
       } catch (...) {
         LogUserException("a stats handler's call_events");
       }
-      masks_.push_back(mask);
+      masks_[i] = mask;
       wanted_ |= mask;
+      tags_[i] = nullptr;
     }
-    tags_.resize(handlers_->size(), nullptr);
   }
   began_ = false;
   ended_ = false;
