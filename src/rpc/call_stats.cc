@@ -107,7 +107,9 @@ BufferSlice& CallStats::AddBody(Record& record) {
     return held_payloads_.emplace_back();
   }
   record.payload = static_cast<uint32_t>(payload_count_);
-  if (payload_count_ == payloads_.size()) [[unlikely]] GrowPayloads();
+  if (payload_count_ == payloads_.size()) [[unlikely]] {
+    GrowPayloads();
+  }
   return payloads_[payload_count_++];
 }
 
@@ -156,7 +158,9 @@ bool CallStats::Headers(bool out, const Metadata* metadata, std::string_view pee
   }
   const CallEventType type = out ? CallEventType::kOutHeaders : CallEventType::kInHeaders;
   if (Wants(type)) Push(Record{.type = type, .metadata = metadata});
-  if (client_ && out && hold_messages_) [[unlikely]] ReleaseHeld();
+  if (client_ && out && hold_messages_) [[unlikely]] {
+    ReleaseHeld();
+  }
   if (queued_ == 0) return false;  // nothing recorded (no handler reads the event)
   return Commit();
 }
@@ -389,8 +393,8 @@ void CallStats::Flush() {
 
 const BufferSlice* CallStats::Decompress(const Record& record, BufferSlice& payload) {
   BufferSlice plain;
-  Status status = record.compressor->Decompress(payload, *pool_,
-                                                std::numeric_limits<uint32_t>::max(), plain);
+  Status status =
+      record.compressor->Decompress(payload, *pool_, std::numeric_limits<uint32_t>::max(), plain);
   payload = std::move(plain);
   if (!status.ok()) {
     payload.Free();

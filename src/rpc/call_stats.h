@@ -98,7 +98,7 @@ class CallStats {
   // message bodies are kept apart (`payloads_`, referenced by index) and the two statuses a
   // call reports in members of their own, so recording is a few stores into a vector that
   // keeps its capacity, and clearing the queue runs no destructors. The CallEvent handlers see
-  // is filled from the records at delivery, one per flush.
+  // (`event_`) is filled from the records at delivery.
   struct Record {
     CallEventType type = CallEventType::kBegin;
     bool compressed = false;
@@ -114,7 +114,9 @@ class CallStats {
   // the half-close). Returns what the Record functions return.
   bool Queue(const Record& record);
   void Push(const Record& record) {
-    if (queued_ == queue_.size()) [[unlikely]] GrowQueue();
+    if (queued_ == queue_.size()) [[unlikely]] {
+      GrowQueue();
+    }
     queue_[queued_++] = record;
   }
   [[gnu::noinline]] void Hold(const Record& record);
@@ -148,7 +150,7 @@ class CallStats {
 
   const StatsHandlers* handlers_ = nullptr;
   BufferPool* pool_ = nullptr;
-  CallEventMask wanted_ = 0;     // what any handler reads (kBegin and kEnd always)
+  CallEventMask wanted_ = 0;          // what any handler reads (kBegin and kEnd always)
   std::vector<CallEventMask> masks_;  // each handler's
   bool client_ = false;
   bool began_ = false;
