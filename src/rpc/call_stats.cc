@@ -1,5 +1,6 @@
 #include "src/rpc/call_stats.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "rill/compression.h"
@@ -42,48 +43,74 @@ constexpr size_t kPrefixSize = 5;
 }  // namespace
 
 void CallStats::Start(const StatsHandlers* handlers, bool client, BufferPool& pool) {
-  queue_.clear();
+  queued_ = 0;
+  for (size_t i = 0; i < payload_count_; ++i) payloads_[i].Free();
+  payload_count_ = 0;
+  batch_inside_ = -1;
   held_.clear();
+  held_payloads_.clear();
   handlers_ = handlers != nullptr && !handlers->empty() ? handlers : nullptr;
   pool_ = &pool;
   client_ = client;
   constexpr CallEventMask kAlways =
       CallEventBit(CallEventType::kBegin) | CallEventBit(CallEventType::kEnd);
   wanted_ = kAlways;
-  masks_.clear();
   if (handlers_ != nullptr) {
-    for (const auto& handler : *handlers_) {
+    const size_t count = handlers_->size();
+    if (masks_.size() != count) {  // sized once for the handlers a pooled object serves
+      masks_.resize(count);
+      tags_.resize(count);
+    }
+    for (size_t i = 0; i < count; ++i) {
       CallEventMask mask = kAllCallEvents;
       try {
-        mask = handler->call_events() | kAlways;
+        mask = (*handlers_)[i]->call_events() | kAlways;
       } catch (...) {
         LogUserException("a stats handler's call_events");
       }
-      masks_.push_back(mask);
+      masks_[i] = mask;
       wanted_ |= mask;
+      tags_[i] = nullptr;
     }
   }
   began_ = false;
   ended_ = false;
   hold_messages_ = client;
-  tags_.clear();
   method_ = authority_ = peer_ = {};
   timeout_ = std::chrono::nanoseconds(-1);
   messages_sent_ = messages_received_ = 0;
   sent_bytes_ = received_bytes_ = 0;
 }
 
-CallStats::Pending& CallStats::Add(CallEventType type) {
-  Pending& pending = queue_.emplace_back();
-  pending.type = type;
-  return pending;
+void CallStats::GrowQueue() { queue_.resize(std::max<size_t>(8, queue_.size() * 2)); }
+
+void CallStats::GrowPayloads() {
+  // Moved, not copied: the bodies of queued messages stay where their records point.
+  payloads_.resize(std::max<size_t>(4, payloads_.size() * 2));
 }
 
-bool CallStats::Commit() {
-  if (queue_.empty()) return false;  // nothing recorded (no handler reads the event)
-  if (InsideHttp2Session()) return true;
-  if (batch_depth_ == 0) Flush();
-  return false;
+bool CallStats::Queue(const Record& record) {
+  if (hold_messages_ && (record.type == CallEventType::kOutMessage ||
+                         record.type == CallEventType::kHalfClose)) [[unlikely]] {
+    Hold(record);
+    return false;
+  }
+  Push(record);
+  return Commit();
+}
+
+void CallStats::Hold(const Record& record) { held_.push_back(record); }
+
+BufferSlice& CallStats::AddBody(Record& record) {
+  if (hold_messages_ && record.type == CallEventType::kOutMessage) {
+    record.payload = static_cast<uint32_t>(held_payloads_.size());
+    return held_payloads_.emplace_back();
+  }
+  record.payload = static_cast<uint32_t>(payload_count_);
+  if (payload_count_ == payloads_.size()) [[unlikely]] {
+    GrowPayloads();
+  }
+  return payloads_[payload_count_++];
 }
 
 CallStats::Batch::~Batch() {
@@ -106,18 +133,9 @@ void CallStats::Describe(std::string_view method, std::string_view authority,
   timeout_ = timeout;
 }
 
-CallStats::Pending& CallStats::AddOrHold(CallEventType type) {
-  if (!hold_messages_) return Add(type);
-  Pending& pending = held_.emplace_back();
-  pending.type = type;
-  return pending;
-}
-
 bool CallStats::HalfClose() {
   if (ended_ || (!began_ && !client_) || !Wants(CallEventType::kHalfClose)) return false;
-  AddOrHold(CallEventType::kHalfClose);
-  if (hold_messages_) return false;
-  return Commit();
+  return Queue(Record{.type = CallEventType::kHalfClose});
 }
 
 bool CallStats::Begin(std::string_view peer, bool borrow) {
@@ -129,193 +147,264 @@ bool CallStats::Begin(std::string_view peer, bool borrow) {
     peer_copy_.assign(peer);
     peer_ = peer_copy_;
   }
-  Add(CallEventType::kBegin);
-  return Commit();
+  return Queue(Record{.type = CallEventType::kBegin});
 }
 
 bool CallStats::Headers(bool out, const Metadata* metadata, std::string_view peer) {
   if (ended_) return false;
-  if (!peer.empty()) {
+  if (!peer.empty()) [[unlikely]] {
     peer_copy_.assign(peer);
     peer_ = peer_copy_;
   }
   const CallEventType type = out ? CallEventType::kOutHeaders : CallEventType::kInHeaders;
-  if (Wants(type)) Add(type).metadata = metadata;
-  if (client_ && out && hold_messages_) {
-    hold_messages_ = false;
-    for (Pending& held : held_) queue_.push_back(std::move(held));
-    held_.clear();
+  if (Wants(type)) Push(Record{.type = type, .metadata = metadata});
+  if (client_ && out && hold_messages_) [[unlikely]] {
+    ReleaseHeld();
   }
+  if (queued_ == 0) return false;  // nothing recorded (no handler reads the event)
   return Commit();
+}
+
+void CallStats::ReleaseHeld() {
+  hold_messages_ = false;
+  const auto base = static_cast<uint32_t>(payload_count_);
+  for (Record& held : held_) {
+    if (held.type == CallEventType::kOutMessage) held.payload += base;
+    Push(held);
+  }
+  for (BufferSlice& body : held_payloads_) {
+    if (payload_count_ == payloads_.size()) GrowPayloads();
+    payloads_[payload_count_++] = std::move(body);
+  }
+  held_.clear();
+  held_payloads_.clear();
 }
 
 bool CallStats::OutMessage(const BufferSlice& framed, Compressor* compressor) {
   if (ended_ || framed.size() < kPrefixSize) return false;
+  const size_t body_size = framed.size() - kPrefixSize;
   if (!Wants(CallEventType::kOutMessage)) {
     ++messages_sent_;
-    sent_bytes_ += framed.size() - kPrefixSize;
+    sent_bytes_ += body_size;
     return false;
   }
-  Pending& pending = AddOrHold(CallEventType::kOutMessage);
+  Record record{.type = CallEventType::kOutMessage,
+                .sequence = messages_sent_++,
+                .wire_size = framed.size(),
+                .body_size = body_size};
+  sent_bytes_ += body_size;
   // The body is a reference to the framed bytes past the prefix (usually in the same buffer):
   // no bytes copied, nothing cut from the caller's slice.
-  size_t skip = kPrefixSize;
-  bool flag_read = false;
-  for (size_t i = 0; i < framed.buffer_count(); ++i) {
-    const Buffer& buffer = framed.buffer(i);
-    if (buffer.empty()) continue;
-    if (!flag_read) {
-      pending.compressed = buffer.data()[0] != std::byte{0};
-      flag_read = true;
+  BufferSlice& body = AddBody(record);
+  const Buffer& first = framed.buffer(0);
+  if (framed.buffer_count() == 1) {
+    record.compressed = first.data()[0] != std::byte{0};
+    body.Append(first.Slice(kPrefixSize, first.size()));
+  } else {
+    size_t skip = kPrefixSize;
+    bool flag_read = false;
+    for (const Buffer& buffer : framed) {
+      if (buffer.empty()) continue;
+      if (!flag_read) {
+        record.compressed = buffer.data()[0] != std::byte{0};
+        flag_read = true;
+      }
+      if (skip >= buffer.size()) {
+        skip -= buffer.size();
+        continue;
+      }
+      body.Append(skip > 0 ? buffer.Slice(skip, buffer.size()) : buffer.Ref());
+      skip = 0;
     }
-    if (skip >= buffer.size()) {
-      skip -= buffer.size();
-      continue;
-    }
-    pending.payload.Append(skip > 0 ? buffer.Slice(skip, buffer.size()) : buffer.Ref());
-    skip = 0;
   }
-  const size_t body_size = framed.size() - kPrefixSize;
-  pending.sequence = messages_sent_++;
-  pending.wire_size = framed.size();
-  pending.body_size = body_size;
-  sent_bytes_ += body_size;
-  pending.compressor = pending.compressed ? compressor : nullptr;
-  if (hold_messages_) return false;
-  return Commit();
+  if (record.compressed) record.compressor = compressor;
+  return Queue(record);
 }
 
 bool CallStats::InMessage(const Message& message, Compressor* compressor) {
   if (ended_) return false;
+  const size_t body_size = message.body.size();
+  received_bytes_ += body_size;
   if (!Wants(CallEventType::kInMessage)) {
     ++messages_received_;
-    received_bytes_ += message.body.size();
     return false;
   }
-  Pending& pending = Add(CallEventType::kInMessage);
-  const size_t body_size = message.body.size();
-  pending.sequence = messages_received_++;
-  pending.compressed = message.compressed;
-  pending.wire_size = body_size + kPrefixSize;
-  pending.body_size = body_size;
-  received_bytes_ += body_size;
-  pending.compressor = message.compressed ? compressor : nullptr;
-  pending.payload = message.body.Ref();
-  return Commit();
+  Record record{.type = CallEventType::kInMessage,
+                .compressed = message.compressed,
+                .sequence = messages_received_++,
+                .wire_size = body_size + kPrefixSize,
+                .body_size = body_size,
+                .compressor = message.compressed ? compressor : nullptr};
+  BufferSlice& body = AddBody(record);
+  for (const Buffer& buffer : message.body) body.Append(buffer.Ref());
+  return Queue(record);
 }
+
+namespace {
+// Copies a status; an OK one (almost every call's) without the out-of-line copy.
+void SetStatus(Status& to, const Status& from) {
+  if (from.ok()) {
+    to = Status();
+  } else {
+    to = from;
+  }
+}
+}  // namespace
 
 bool CallStats::Trailers(bool out, const Status& status, const Metadata* metadata,
                          bool trailers_only) {
   const CallEventType type = out ? CallEventType::kOutTrailers : CallEventType::kInTrailers;
   if (ended_ || !Wants(type)) return false;
-  Pending& pending = Add(type);
-  pending.status = status;
-  pending.metadata = metadata;
-  pending.trailers_only = trailers_only;
-  return Commit();
+  SetStatus(trailers_status_, status);
+  return Queue(Record{.type = type, .trailers_only = trailers_only, .metadata = metadata});
 }
 
 bool CallStats::End(const Status& status) {
   if (ended_) return false;
   ended_ = true;
   held_.clear();  // never sent: the call ended before it had a stream
+  held_payloads_.clear();
   if (!began_) {
-    queue_.clear();  // not a call (a stream that ended inside its request headers)
+    queued_ = 0;  // not a call (a stream that ended inside its request headers)
+    for (size_t i = 0; i < payload_count_; ++i) payloads_[i].Free();
+    payload_count_ = 0;
     return false;
   }
-  Pending& pending = Add(CallEventType::kEnd);
-  pending.status = status;
-  return Commit();
+  SetStatus(end_status_, status);
+  return Queue(Record{.type = CallEventType::kEnd});
 }
 
 void CallStats::Flush() {
-  if (handlers_ == nullptr) {
-    queue_.clear();
-    return;
-  }
-  // One event object for the whole flush: the call-wide fields once, the rest per event.
-  CallEvent event;
-  event.client = client_;
-  event.time = CallEvent::Clock::now();
-  event.method = method_;
-  event.authority = authority_;
-  // A handler never runs inside a session step, so nothing is recorded while this loops; the
-  // index still tolerates growth.
-  for (size_t i = 0; i < queue_.size(); ++i) Deliver(queue_[i], event);
-  queue_.clear();
-}
-
-void CallStats::Deliver(Pending& pending, CallEvent& event) {
-  const CallEventType type = pending.type;
-  event.type = type;
-  if (type == CallEventType::kBegin) [[unlikely]] {
-    begin_time_ = event.time;
-    TagCall();
-  }
-  // Request headers (client out, server in) and kBegin carry the peer and the timeout.
-  const bool request_side = type == CallEventType::kBegin ||
-                            (client_ ? type == CallEventType::kOutHeaders
-                                     : type == CallEventType::kInHeaders);
-  event.peer = request_side ? peer_ : std::string_view();
-  event.timeout = request_side ? timeout_ : std::chrono::nanoseconds(-1);
-  event.metadata = pending.metadata;
-  event.trailers_only = pending.trailers_only;
-  event.sequence = pending.sequence;
-  event.compressed = pending.compressed;
-  event.wire_size = pending.wire_size;
-  event.compressed_size = pending.body_size;
-  event.uncompressed_size = pending.body_size;
-  event.payload = nullptr;
-  event.status = nullptr;
-  event.begin_time = {};
-  event.messages_sent = event.messages_received = 0;
-  event.sent_compressed_bytes = event.received_compressed_bytes = 0;
-  switch (type) {
-    case CallEventType::kOutMessage:
-    case CallEventType::kInMessage:
-      event.payload = &pending.payload;
-      if (pending.compressor != nullptr) {
-        BufferSlice plain;
-        Status status = pending.compressor->Decompress(pending.payload, *pool_,
-                                                       std::numeric_limits<uint32_t>::max(), plain);
-        pending.payload = std::move(plain);
-        if (!status.ok()) {
-          pending.payload.Free();
-          event.payload = nullptr;
+  if (handlers_ != nullptr) {
+    CallEvent& event = event_;
+    event.client = client_;
+    event.time = CallEvent::Clock::now();  // one reading for the events delivered together
+    event.method = method_;
+    event.authority = authority_;
+    const size_t count = handlers_->size();
+    const std::shared_ptr<StatsHandler>* handlers = handlers_->data();
+    // A handler never runs inside a session step, so nothing is recorded while this loops; the
+    // index still tolerates growth.
+    for (size_t r = 0; r < queued_; ++r) {
+      const Record& record = queue_[r];
+      const CallEventType type = record.type;
+      event.type = type;
+      // Each case sets the fields its event carries; the other fields keep their defaults
+      // (what is set here is put back after the handlers ran).
+      switch (type) {
+        case CallEventType::kBegin:
+          begin_time_ = event.time;
+          TagCall();
+          event.peer = peer_;
+          event.timeout = timeout_;
+          break;
+        case CallEventType::kOutHeaders:
+        case CallEventType::kInHeaders:
+          // The request headers (client out, server in) carry the peer and the timeout.
+          if ((type == CallEventType::kOutHeaders) == client_) {
+            event.peer = peer_;
+            event.timeout = timeout_;
+          }
+          event.metadata = record.metadata;
+          break;
+        case CallEventType::kOutMessage:
+        case CallEventType::kInMessage: {
+          BufferSlice& payload = payloads_[record.payload];
+          event.sequence = record.sequence;
+          event.compressed = record.compressed;
+          event.wire_size = record.wire_size;
+          event.compressed_size = record.body_size;
+          event.uncompressed_size = record.body_size;
+          event.payload = &payload;
+          if (record.compressor != nullptr) [[unlikely]] {
+            event.payload = Decompress(record, payload);
+            event.uncompressed_size = payload.size();
+          }
+          break;
         }
-        event.uncompressed_size = pending.payload.size();
+        case CallEventType::kOutTrailers:
+        case CallEventType::kInTrailers:
+          event.status = &trailers_status_;
+          event.metadata = record.metadata;
+          event.trailers_only = record.trailers_only;
+          break;
+        case CallEventType::kEnd:
+          event.begin_time = begin_time_;
+          event.messages_sent = messages_sent_;
+          event.messages_received = messages_received_;
+          event.sent_compressed_bytes = sent_bytes_;
+          event.received_compressed_bytes = received_bytes_;
+          event.status = &end_status_;
+          break;
+        case CallEventType::kHalfClose:
+          break;
       }
-      break;
-    case CallEventType::kEnd:
-      event.begin_time = begin_time_;
-      event.messages_sent = messages_sent_;
-      event.messages_received = messages_received_;
-      event.sent_compressed_bytes = sent_bytes_;
-      event.received_compressed_bytes = received_bytes_;
-      event.status = &pending.status;
-      break;
-    case CallEventType::kOutTrailers:
-    case CallEventType::kInTrailers:
-      event.status = &pending.status;
-      break;
-    default:
-      break;
-  }
-  const CallEventMask bit = CallEventBit(type);
-  for (size_t i = 0; i < handlers_->size(); ++i) {
-    if ((masks_[i] & bit) == 0) continue;
-    try {
-      (*handlers_)[i]->HandleCall(i < tags_.size() ? tags_[i] : nullptr, event);
-    } catch (...) {
-      LogUserException("a stats handler");
+      const CallEventMask bit = CallEventBit(type);
+      const CallEventMask* masks = masks_.data();
+      void* const* tags = tags_.data();
+      for (size_t i = 0; i < count; ++i) {
+        if ((masks[i] & bit) == 0) continue;
+        try {
+          handlers[i]->HandleCall(tags[i], event);
+        } catch (...) {
+          LogUserException("a stats handler");
+        }
+      }
+      switch (type) {
+        case CallEventType::kBegin:
+        case CallEventType::kOutHeaders:
+        case CallEventType::kInHeaders:
+          event.peer = {};
+          event.timeout = std::chrono::nanoseconds(-1);
+          event.metadata = nullptr;
+          break;
+        case CallEventType::kOutMessage:
+        case CallEventType::kInMessage:
+          event.sequence = 0;
+          event.compressed = false;
+          event.wire_size = event.compressed_size = event.uncompressed_size = 0;
+          event.payload = nullptr;
+          // Back to the pool unless a handler kept a reference.
+          payloads_[record.payload].Free();
+          break;
+        case CallEventType::kOutTrailers:
+        case CallEventType::kInTrailers:
+          event.status = nullptr;
+          event.metadata = nullptr;
+          event.trailers_only = false;
+          break;
+        case CallEventType::kEnd:
+          event.status = nullptr;
+          event.begin_time = {};
+          event.messages_sent = event.messages_received = 0;
+          event.sent_compressed_bytes = event.received_compressed_bytes = 0;
+          break;
+        case CallEventType::kHalfClose:
+          break;
+      }
     }
   }
-  pending.payload.Free();  // the handlers hold their own references if they kept it
+  queued_ = 0;
+  // Delivered bodies were freed above; without handlers they are freed here.
+  for (size_t i = 0; i < payload_count_; ++i) payloads_[i].Free();
+  payload_count_ = 0;
+  batch_inside_ = -1;
+}
+
+const BufferSlice* CallStats::Decompress(const Record& record, BufferSlice& payload) {
+  BufferSlice plain;
+  Status status =
+      record.compressor->Decompress(payload, *pool_, std::numeric_limits<uint32_t>::max(), plain);
+  payload = std::move(plain);
+  if (!status.ok()) {
+    payload.Free();
+    return nullptr;
+  }
+  return &payload;
 }
 
 void CallStats::TagCall() {
   CallInfo info{.client = client_, .method = method_, .authority = authority_};
-  tags_.assign(handlers_->size(), nullptr);
   for (size_t i = 0; i < handlers_->size(); ++i) {
     try {
       tags_[i] = (*handlers_)[i]->TagCall(info);

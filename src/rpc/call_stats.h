@@ -35,6 +35,7 @@ class Compressor;
 namespace rill::internal {
 
 struct Message;
+bool InsideHttp2Session() noexcept;  // src/http2/http2_session.h
 
 using StatsHandlers = std::vector<std::shared_ptr<StatsHandler>>;
 
@@ -90,30 +91,56 @@ class CallStats {
    private:
     CallStats& stats_;
   };
-  [[nodiscard]] bool has_queued() const noexcept { return !queue_.empty(); }
+  [[nodiscard]] bool has_queued() const noexcept { return queued_ != 0; }
 
  private:
-  // An event as recorded: only what varies per event. The CallEvent handlers see is filled
-  // from it at delivery, one per flush (recording runs on every RPC; building a whole CallEvent
-  // per event, most of it fields the event does not use, showed in the per-call cost).
-  struct Pending {
+  // An event as recorded: a small trivially copyable record of what varies per event. The
+  // message bodies are kept apart (`payloads_`, referenced by index) and the two statuses a
+  // call reports in members of their own, so recording is a few stores into a vector that
+  // keeps its capacity, and clearing the queue runs no destructors. The CallEvent handlers see
+  // (`event_`) is filled from the records at delivery.
+  struct Record {
     CallEventType type = CallEventType::kBegin;
     bool compressed = false;
     bool trailers_only = false;
     uint32_t sequence = 0;
+    uint32_t payload = 0;  // messages: index of the body in payloads_ (or held_payloads_)
     size_t wire_size = 0;
     size_t body_size = 0;
     const Metadata* metadata = nullptr;
-    Compressor* compressor = nullptr;  // decompresses `payload` before delivery when set
-    BufferSlice payload;               // messages: the body, without the prefix
-    Status status;
+    Compressor* compressor = nullptr;  // decompresses the body before delivery when set
   };
-  Pending& Add(CallEventType type);
-  // Add, or on a client before its headers went out, hold the event back.
-  Pending& AddOrHold(CallEventType type);
-  bool Commit();
-  // Fills the per-event fields of `event` (whose call-wide fields are set) from `pending`.
-  void Deliver(Pending& pending, CallEvent& event);
+  // Queues `record`, or on a client before its headers went out holds it back (messages and
+  // the half-close). Returns what the Record functions return.
+  bool Queue(const Record& record);
+  void Push(const Record& record) {
+    if (queued_ == queue_.size()) [[unlikely]] {
+      GrowQueue();
+    }
+    queue_[queued_++] = record;
+  }
+  [[gnu::noinline]] void Hold(const Record& record);
+  [[gnu::noinline]] void GrowQueue();  // out of the recording path
+  [[gnu::noinline]] void GrowPayloads();
+  // The slot for a message's body, in the queue's or the held messages' list (`record.payload`
+  // set to its index); the caller fills it and then calls Queue(record).
+  BufferSlice& AddBody(Record& record);
+  // After recording: delivers at once, or (in a Batch) when it ends; inside a session step
+  // returns true (the caller arranges a Flush() after the step).
+  bool Commit() {
+    if (batch_depth_ > 0) {
+      // Whether a batch is inside a session step is asked once until the next flush.
+      if (batch_inside_ < 0) batch_inside_ = InsideHttp2Session() ? 1 : 0;
+      return batch_inside_ != 0;
+    }
+    if (InsideHttp2Session()) return true;
+    Flush();
+    return false;
+  }
+  // Queues the events held back on a client until its request headers went out.
+  [[gnu::noinline]] void ReleaseHeld();
+  // Replaces a compressed body with its decompression (null when that failed).
+  const BufferSlice* Decompress(const Record& record, BufferSlice& payload);
   // Asks each handler for its tag (delivering kBegin).
   void TagCall();
 
@@ -123,16 +150,29 @@ class CallStats {
 
   const StatsHandlers* handlers_ = nullptr;
   BufferPool* pool_ = nullptr;
-  CallEventMask wanted_ = 0;     // what any handler reads (kBegin and kEnd always)
+  CallEventMask wanted_ = 0;          // what any handler reads (kBegin and kEnd always)
   std::vector<CallEventMask> masks_;  // each handler's
   bool client_ = false;
   bool began_ = false;
   bool ended_ = false;
   bool hold_messages_ = false;  // client, until the request headers are out
   int batch_depth_ = 0;
-  std::vector<void*> tags_;
-  std::vector<Pending> queue_;
-  std::vector<Pending> held_;
+  // In a Batch: whether its events were recorded inside a session step (-1: not asked yet;
+  // asked once until the next flush).
+  int8_t batch_inside_ = -1;
+  std::vector<void*> tags_;  // one per handler (null until kBegin is delivered)
+  // The queue: the first queued_ records. The slots are kept (assigned, never constructed per
+  // event); they grow outside the recording path.
+  std::vector<Record> queue_;
+  size_t queued_ = 0;
+  // The bodies of the queued messages: the first payload_count_ slots. A slot is freed when its
+  // event was delivered and kept for the next message (no construction per message).
+  std::vector<BufferSlice> payloads_;
+  size_t payload_count_ = 0;
+  std::vector<Record> held_;
+  std::vector<BufferSlice> held_payloads_;
+  Status trailers_status_;  // kOutTrailers, kInTrailers
+  Status end_status_;       // kEnd
   // What events report; views of the copies below, or of the caller's strings (borrowed).
   std::string_view method_;
   std::string_view authority_;
@@ -142,6 +182,9 @@ class CallStats {
   std::string peer_copy_;
   std::chrono::nanoseconds timeout_{-1};
   CallEvent::Clock::time_point begin_time_;  // set when kBegin is delivered
+  // The event handlers see, kept between flushes with every per-event field at its default
+  // (each delivery puts back what it set), so a flush builds no event.
+  CallEvent event_;
   uint32_t messages_sent_ = 0;
   uint32_t messages_received_ = 0;
   uint64_t sent_bytes_ = 0;

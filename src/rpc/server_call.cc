@@ -678,7 +678,11 @@ void ServerCall::MaybeRelease() {
   if (released_ || !stream_closed_ || handler_running_ || queued_) return;
   if (stats_.active()) {
     if (!stats_.ended()) {
-      stats_.End(status_sent_ ? final_status_ : Status(StatusCode::kCancelled, "call cancelled"));
+      if (status_sent_) {
+        stats_.End(final_status_);  // not a temporary copy
+      } else {
+        stats_.End(Status(StatusCode::kCancelled, "call cancelled"));
+      }
     }
     if (stats_.has_queued()) {
       if (InsideHttp2Session()) {
