@@ -300,8 +300,8 @@ class ServiceConfigParser {
           }
         }
       }
-      return Invalid("loadBalancingConfig", "lists no policy the channel knows (pick_first, "
-                                            "round_robin or one of the channel's own)");
+      return Invalid("loadBalancingConfig", "lists no policy rill supports (pick_first, "
+                                            "round_robin) nor one of the channel's own");
     }
     // The deprecated field. The proto's enum knows only ROUND_ROBIN, in upper case, while
     // configs write lower case, so the JSON value is read as written.

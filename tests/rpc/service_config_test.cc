@@ -259,6 +259,26 @@ TEST(ServiceConfigTest, LoadBalancingChoice) {
   }
 }
 
+// The channel's own policies (rill/load_balancing.h) are chosen by name, from either field;
+// the first one the channel knows wins.
+TEST(ServiceConfigTest, PoliciesOfTheChannelsOwnAreKnownByName) {
+  const std::vector<std::string> own = {"my_policy", "other"};
+  auto parse = [&](std::string_view json) {
+    StatusOr<ServiceConfig> config = ServiceConfig::Parse(json, own);
+    EXPECT_TRUE(config.ok()) << config.status();
+    return config.ok() ? config->load_balancing_policy() : std::string("(failed)");
+  };
+  EXPECT_EQ(parse(R"({"loadBalancingConfig": [{"grpclb": {}}, {"my_policy": {"k": 1}}]})"),
+            "my_policy");
+  EXPECT_EQ(parse(R"({"loadBalancingConfig": [{"other": {}}, {"round_robin": {}}]})"), "other");
+  EXPECT_EQ(parse(R"({"loadBalancingConfig": [{"round_robin": {}}, {"other": {}}]})"),
+            "round_robin");
+  EXPECT_EQ(parse(R"({"loadBalancingPolicy": "my_policy"})"), "my_policy");
+  // Without them the same names are refused.
+  EXPECT_FALSE(ServiceConfig::Parse(R"({"loadBalancingConfig": [{"my_policy": {}}]})").ok());
+  EXPECT_FALSE(ServiceConfig::Parse(R"({"loadBalancingPolicy": "my_policy"})").ok());
+}
+
 TEST(ServiceConfigTest, RetryThrottlingKeepsThreeDecimals) {
   ServiceConfig config =
       ParseOk(R"({"retryThrottling": {"maxTokens": 1000, "tokenRatio": 0.1234}})");
