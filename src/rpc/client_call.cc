@@ -188,14 +188,8 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   stream_id_ = 0;
   deadline_ = ClientContext::Clock::time_point::max();
   out_.Reset();
-  http_status_ = 0;
-  saw_grpc_content_type_ = false;
-  have_grpc_status_ = false;
-  grpc_status_ = 0;
-  grpc_message_.clear();
-  grpc_details_.clear();
+  ForgetResponse();
   request_compressor_ = nullptr;
-  response_encoding_.clear();
   inbound_.Reset(channel_.options().max_receive_message_size, /*credit_on_receipt=*/!stream);
   interceptors_started_ = 0;
   completed_ = false;
@@ -722,6 +716,16 @@ void ClientCall::RetainMessage(const BufferSlice& message) {
   }
 }
 
+void ClientCall::ForgetResponse() {
+  http_status_ = 0;
+  saw_grpc_content_type_ = false;
+  have_grpc_status_ = false;
+  grpc_status_ = 0;
+  grpc_message_.clear();
+  grpc_details_.clear();
+  response_encoding_.clear();
+}
+
 void ClientCall::ResetAttempt() {
   if (transport_ != nullptr) {
     // A stream still open (a trailers-only response whose END_STREAM is being processed) ends
@@ -745,14 +749,8 @@ void ClientCall::ResetAttempt() {
   }
   stream_id_ = 0;
   stream_open_ = false;
-  http_status_ = 0;
-  saw_grpc_content_type_ = false;
-  have_grpc_status_ = false;
-  grpc_status_ = 0;
-  grpc_message_.clear();
-  grpc_details_.clear();
+  ForgetResponse();
   retry_pushback_ms_.reset();
-  response_encoding_.clear();
   remote_closed_ = false;
   inbound_.Clear();
   if (own_metadata_) {

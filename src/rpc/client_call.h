@@ -170,6 +170,8 @@ class ClientCall : public RefCounted<ClientCall> {
   // The attempt ended with `status` before the response began: starts the next attempt after
   // the policy's backoff (true), or false when the method's retry policy does not allow one.
   bool RetryPerPolicy(const Status& status);
+  // Clears what the response said (status line, grpc-status, message, details, encoding).
+  void ForgetResponse();
   // Forgets the last attempt's stream and response and queues the request (a stream's messages
   // so far) again.
   void ResetAttempt();
