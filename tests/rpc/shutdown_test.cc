@@ -100,11 +100,13 @@ class ShutdownTest : public ServiceTest<WaitingService> {
  protected:
   // A call dispatched on a connection whose server just sent GOAWAY (the client's reactor is
   // held so that the call goes out before the client reads it) is refused, never seen by the
-  // server's application, and goes again on the restarted server; `start` starts it.
+  // server's application, and goes again on the restarted server; `start` starts it. The client
+  // runs on `client_reactors`, which the caller declares before what `start` makes, so that
+  // those go first.
   void ExpectRetriedTransparently(
+      ReactorPool& client_reactors,
       const std::function<std::future<Status>(TestService::Stub&)>& start) {
     StartServer();
-    ReactorPool client_reactors({.threads = 1, .cpus = {}});
     auto channel = ConnectedChannel(WaitForReadyOptions(&client_reactors));
     TestService::Stub stub(channel);
     const TestServerSetup setup = SameAddress();
@@ -378,16 +380,20 @@ TEST_P(ShutdownTest, CallOnADyingConnectionIsRetriedTransparently) {
   if (GetParam() == Transport::kInProcess) {
     GTEST_SKIP() << "an in-process channel cannot reach a restarted server";
   }
+  ReactorPool client_reactors({.threads = 1, .cpus = {}});
   AsyncEmptyCall call;
-  ExpectRetriedTransparently([&](TestService::Stub& stub) { return call.Start(stub); });
+  ExpectRetriedTransparently(client_reactors,
+                             [&](TestService::Stub& stub) { return call.Start(stub); });
 }
 
 TEST_P(ShutdownTest, StreamOnADyingConnectionIsRetriedTransparently) {
   if (GetParam() == Transport::kInProcess) {
     GTEST_SKIP() << "an in-process channel cannot reach a restarted server";
   }
-  AsyncClientStream stream;
-  ExpectRetriedTransparently([&](TestService::Stub& stub) { return stream.Start(stub); });
+  ReactorPool client_reactors({.threads = 1, .cpus = {}});
+  AsyncClientStream stream;  // destroyed before the reactors it runs on
+  ExpectRetriedTransparently(client_reactors,
+                             [&](TestService::Stub& stub) { return stream.Start(stub); });
   ASSERT_EQ(stream.wrote.wait_for(kMustComplete), std::future_status::ready);
   EXPECT_TRUE(stream.wrote.get());
   EXPECT_EQ(stream.response.aggregated_payload_size(), 100);
