@@ -74,31 +74,40 @@ std::optional<std::chrono::milliseconds> ToMillis(const google::protobuf::Durati
   return std::chrono::milliseconds(d.seconds() * 1000 + (d.nanos() + 999'999) / 1'000'000);
 }
 
-// A field of a JSON object as protobuf's parser reads it: by its JSON name or its proto name.
-// Read through reflection, not through Map's inline code: protobuf 3.21's MapFieldBase has extra
-// members when compiled with ThreadSanitizer, so inline map code in a -fsanitize=thread build
-// misreads a Struct that libprotobuf.so filled in (and crashes).
-const Value* Field(const Value* object, const std::string& json_name,
-                   const std::string& proto_name) {
-  if (object == nullptr || object->kind_case() != Value::kStructValue) return nullptr;
+// Calls fn(key, value) for each field of a JSON object until it returns true. Read through
+// reflection, not through Map's inline code: protobuf 3.21's MapFieldBase has extra members when
+// compiled with ThreadSanitizer, so inline map code in a -fsanitize=thread build misreads a
+// Struct that libprotobuf.so filled in (and crashes).
+template <typename Fn>
+void ForEachField(const Value* object, Fn&& fn) {
+  if (object == nullptr || object->kind_case() != Value::kStructValue) return;
   const google::protobuf::Message& fields_owner = object->struct_value();
   const google::protobuf::Reflection* reflection = fields_owner.GetReflection();
   const google::protobuf::FieldDescriptor* fields =
       fields_owner.GetDescriptor()->FindFieldByNumber(google::protobuf::Struct::kFieldsFieldNumber);
-  const Value* by_proto_name = nullptr;
   for (int i = 0, n = reflection->FieldSize(fields_owner, fields); i < n; ++i) {
     const google::protobuf::Message& entry =
         reflection->GetRepeatedMessage(fields_owner, fields, i);
     const google::protobuf::Reflection* entry_reflection = entry.GetReflection();
     const google::protobuf::Descriptor* entry_type = entry.GetDescriptor();
     const std::string key = entry_reflection->GetString(entry, entry_type->map_key());
-    if (key != json_name && key != proto_name) continue;
     const Value* value = google::protobuf::DynamicCastToGenerated<Value>(
         &entry_reflection->GetMessage(entry, entry_type->map_value()));
-    if (key == json_name) return value;
-    by_proto_name = value;
+    if (fn(key, value)) return;
   }
-  return by_proto_name;
+}
+
+// A field of a JSON object as protobuf's parser reads it: by its JSON name or its proto name.
+const Value* Field(const Value* object, const std::string& json_name,
+                   const std::string& proto_name) {
+  const Value* by_json_name = nullptr;
+  const Value* by_proto_name = nullptr;
+  ForEachField(object, [&](const std::string& key, const Value* value) {
+    if (key == json_name) by_json_name = value;
+    if (key == proto_name) by_proto_name = value;
+    return by_json_name != nullptr;
+  });
+  return by_json_name != nullptr ? by_json_name : by_proto_name;
 }
 
 const Value* Element(const Value* list, int index) {
@@ -291,14 +300,13 @@ class ServiceConfigParser {
           config_->load_balancing_policy_ = "round_robin";
           return OkStatus();
         }
-        const Value* raw = Element(raw_list, i);
-        if (raw == nullptr || raw->kind_case() != Value::kStructValue) continue;
-        for (const auto& [name, value] : raw->struct_value().fields()) {
-          if (IsMorePolicy(name)) {
-            config_->load_balancing_policy_ = name;
-            return OkStatus();
-          }
-        }
+        bool found = false;
+        ForEachField(Element(raw_list, i), [&](const std::string& name, const Value*) {
+          found = IsMorePolicy(name);
+          if (found) config_->load_balancing_policy_ = name;
+          return found;
+        });
+        if (found) return OkStatus();
       }
       return Invalid("loadBalancingConfig", "lists no policy rill supports (pick_first, "
                                             "round_robin) nor one of the channel's own");
