@@ -139,8 +139,10 @@ void CheckMetadata(std::string_view in) {
   }
   RILL_CHECK(IsValidMetadataKey(in) == key);
   RILL_CHECK(IsValidAsciiMetadataValue(in) == value);
-  // Every grpc- key is gRPC's, except grpc-trace-bin, which the application's tracer sends.
-  RILL_CHECK(IsReservedMetadataKey(in) == (in.substr(0, 5) == "grpc-" && in != "grpc-trace-bin"));
+  // Every grpc- key is gRPC's, except grpc-trace-bin, which the application's tracer sends, and
+  // grpc-retry-pushback-ms, which a server's handler sends to retrying clients.
+  RILL_CHECK(IsReservedMetadataKey(in) == (in.substr(0, 5) == "grpc-" && in != "grpc-trace-bin" &&
+                                           in != "grpc-retry-pushback-ms"));
   RILL_CHECK(IsBinaryMetadataKey(in) == (in.size() > 4 && in.ends_with("-bin")));
 }
 
