@@ -46,19 +46,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# start_server LOG: starts one server on CPU 0 and prints its port once it listens.
+# start_server LOG VAR: starts one server on CPU 0 and sets VAR to its port once it listens (not
+# in a command substitution: the server's pid must reach `pids` for the clean-up).
 start_server() {
   taskset -c 0 "$rill_server" --port=0 --reactors=1 --cpus=0 > "$1" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do
-    if grep -q '^listening on ' "$1"; then sed -n 's/^listening on //p' "$1"; return; fi
+    if grep -q '^listening on ' "$1"; then
+      printf -v "$2" '%s' "$(sed -n 's/^listening on //p' "$1")"
+      return
+    fi
     sleep 0.1
   done
   echo "server did not start: $(cat "$1")" >&2
   exit 1
 }
-port1=$(start_server "$work/server1.log")
-port2=$(start_server "$work/server2.log")
+port1="" port2=""
+start_server "$work/server1.log" port1
+start_server "$work/server2.log" port2
 direct="127.0.0.1:$port1"
 both="ipv4:127.0.0.1:$port1,127.0.0.1:$port2"
 
