@@ -55,20 +55,18 @@ uint64_t LoadPingPayload(const uint8_t* data) {
   return v;
 }
 
-thread_local int t_session_depth = 0;
-
 // Marks the calling thread as inside a session's step for its scope.
 class SessionStep {
  public:
-  SessionStep() noexcept { ++t_session_depth; }
-  ~SessionStep() { --t_session_depth; }
+  SessionStep() noexcept { ++t_http2_session_depth; }
+  ~SessionStep() { --t_http2_session_depth; }
   SessionStep(const SessionStep&) = delete;
   SessionStep& operator=(const SessionStep&) = delete;
 };
 
 }  // namespace
 
-bool InsideHttp2Session() noexcept { return t_session_depth > 0; }
+constinit thread_local int t_http2_session_depth = 0;
 
 struct Http2Session::Callbacks {
   static Http2Session* Self(void* user_data) { return static_cast<Http2Session*>(user_data); }

@@ -35,6 +35,7 @@
 #include "rill/status.h"
 #include "src/http2/header_block.h"
 #include "src/http2/output_batch.h"
+#include "src/http2/session_depth.h"
 
 struct nghttp2_session;
 
@@ -296,10 +297,6 @@ class Http2Session {
   std::string_view calm_reason_;
   std::chrono::steady_clock::time_point now_{};
 };
-
-// True while the calling thread is inside a session's Receive() or FillBatch(), that is, inside
-// nghttp2's callbacks. User code must never run there: the layer above defers it.
-bool InsideHttp2Session() noexcept;
 
 // Maps an nghttp2 error code (negative int) to text, for logs and statuses.
 std::string_view Nghttp2ErrorText(int error);
