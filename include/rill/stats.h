@@ -54,7 +54,8 @@ enum class CallEventType : uint8_t {
   kHalfClose,    // the client's side of the stream ended (client: sent; server: received)
   kOutTrailers,  // server: the status sent (trailers, or a trailers-only response)
   kInTrailers,   // client: the status the server sent
-  kEnd,          // the call is over; nothing else is reported for it
+  kEnd,          // the call is over; nothing else is reported for it (a server reports it with
+                 // its trailers once the client's side has ended, else when the stream closes)
 };
 
 std::string_view CallEventTypeName(CallEventType type);

@@ -89,14 +89,10 @@ void CallStats::GrowPayloads() {
   payloads_.resize(std::max<size_t>(4, payloads_.size() * 2));
 }
 
-bool CallStats::Queue(const Record& record) {
-  if (hold_messages_ && (record.type == CallEventType::kOutMessage ||
-                         record.type == CallEventType::kHalfClose)) [[unlikely]] {
-    Hold(record);
-    return false;
-  }
-  Push(record);
-  return Commit();
+bool CallStats::CommitOutsideBatch() {
+  if (InsideHttp2Session()) return true;
+  Flush();
+  return false;
 }
 
 void CallStats::Hold(const Record& record) { held_.push_back(record); }
@@ -283,20 +279,36 @@ void CallStats::Flush() {
     event.authority = authority_;
     const size_t count = handlers_->size();
     const std::shared_ptr<StatsHandler>* handlers = handlers_->data();
+    const CallEventMask* masks = masks_.data();
+    void* const* tags = tags_.data();
+    // Each case sets the fields its event carries, runs the handlers and puts those fields
+    // back to their defaults, so the other fields always read as defaults.
+    const auto deliver = [&](CallEventType type) __attribute__((always_inline)) {
+      const CallEventMask bit = CallEventBit(type);
+      for (size_t i = 0; i < count; ++i) {
+        if ((masks[i] & bit) == 0) continue;
+        try {
+          handlers[i]->HandleCall(tags[i], event);
+        } catch (...) {
+          LogUserException("a stats handler");
+        }
+      }
+    };
     // A handler never runs inside a session step, so nothing is recorded while this loops; the
     // index still tolerates growth.
     for (size_t r = 0; r < queued_; ++r) {
       const Record& record = queue_[r];
       const CallEventType type = record.type;
       event.type = type;
-      // Each case sets the fields its event carries; the other fields keep their defaults
-      // (what is set here is put back after the handlers ran).
       switch (type) {
         case CallEventType::kBegin:
           begin_time_ = event.time;
           TagCall();
           event.peer = peer_;
           event.timeout = timeout_;
+          deliver(type);
+          event.peer = {};
+          event.timeout = std::chrono::nanoseconds(-1);
           break;
         case CallEventType::kOutHeaders:
         case CallEventType::kInHeaders:
@@ -306,6 +318,10 @@ void CallStats::Flush() {
             event.timeout = timeout_;
           }
           event.metadata = record.metadata;
+          deliver(type);
+          event.peer = {};
+          event.timeout = std::chrono::nanoseconds(-1);
+          event.metadata = nullptr;
           break;
         case CallEventType::kOutMessage:
         case CallEventType::kInMessage: {
@@ -320,6 +336,13 @@ void CallStats::Flush() {
             event.payload = Decompress(record, payload);
             event.uncompressed_size = payload.size();
           }
+          deliver(type);
+          event.sequence = 0;
+          event.compressed = false;
+          event.wire_size = event.compressed_size = event.uncompressed_size = 0;
+          event.payload = nullptr;
+          // Back to the pool unless a handler kept a reference.
+          payload.Free();
           break;
         }
         case CallEventType::kOutTrailers:
@@ -327,6 +350,10 @@ void CallStats::Flush() {
           event.status = &trailers_status_;
           event.metadata = record.metadata;
           event.trailers_only = record.trailers_only;
+          deliver(type);
+          event.status = nullptr;
+          event.metadata = nullptr;
+          event.trailers_only = false;
           break;
         case CallEventType::kEnd:
           event.begin_time = begin_time_;
@@ -335,51 +362,14 @@ void CallStats::Flush() {
           event.sent_compressed_bytes = sent_bytes_;
           event.received_compressed_bytes = received_bytes_;
           event.status = &end_status_;
-          break;
-        case CallEventType::kHalfClose:
-          break;
-      }
-      const CallEventMask bit = CallEventBit(type);
-      const CallEventMask* masks = masks_.data();
-      void* const* tags = tags_.data();
-      for (size_t i = 0; i < count; ++i) {
-        if ((masks[i] & bit) == 0) continue;
-        try {
-          handlers[i]->HandleCall(tags[i], event);
-        } catch (...) {
-          LogUserException("a stats handler");
-        }
-      }
-      switch (type) {
-        case CallEventType::kBegin:
-        case CallEventType::kOutHeaders:
-        case CallEventType::kInHeaders:
-          event.peer = {};
-          event.timeout = std::chrono::nanoseconds(-1);
-          event.metadata = nullptr;
-          break;
-        case CallEventType::kOutMessage:
-        case CallEventType::kInMessage:
-          event.sequence = 0;
-          event.compressed = false;
-          event.wire_size = event.compressed_size = event.uncompressed_size = 0;
-          event.payload = nullptr;
-          // Back to the pool unless a handler kept a reference.
-          payloads_[record.payload].Free();
-          break;
-        case CallEventType::kOutTrailers:
-        case CallEventType::kInTrailers:
-          event.status = nullptr;
-          event.metadata = nullptr;
-          event.trailers_only = false;
-          break;
-        case CallEventType::kEnd:
+          deliver(type);
           event.status = nullptr;
           event.begin_time = {};
           event.messages_sent = event.messages_received = 0;
           event.sent_compressed_bytes = event.received_compressed_bytes = 0;
           break;
         case CallEventType::kHalfClose:
+          deliver(type);
           break;
       }
     }

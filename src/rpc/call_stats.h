@@ -26,6 +26,7 @@
 #include "rill/mem/buffer_slice.h"
 #include "rill/stats.h"
 #include "rill/status.h"
+#include "src/http2/session_depth.h"
 
 namespace rill {
 class BufferPool;
@@ -35,7 +36,6 @@ class Compressor;
 namespace rill::internal {
 
 struct Message;
-bool InsideHttp2Session() noexcept;  // src/http2/http2_session.h
 
 using StatsHandlers = std::vector<std::shared_ptr<StatsHandler>>;
 
@@ -111,8 +111,16 @@ class CallStats {
     Compressor* compressor = nullptr;  // decompresses the body before delivery when set
   };
   // Queues `record`, or on a client before its headers went out holds it back (messages and
-  // the half-close). Returns what the Record functions return.
-  bool Queue(const Record& record);
+  // the half-close). Returns what the Record functions return. Inlined into each recorder.
+  [[gnu::always_inline]] bool Queue(const Record& record) {
+    if (hold_messages_ && (record.type == CallEventType::kOutMessage ||
+                           record.type == CallEventType::kHalfClose)) [[unlikely]] {
+      Hold(record);
+      return false;
+    }
+    Push(record);
+    return Commit();
+  }
   void Push(const Record& record) {
     if (queued_ == queue_.size()) [[unlikely]] {
       GrowQueue();
@@ -133,10 +141,10 @@ class CallStats {
       if (batch_inside_ < 0) batch_inside_ = InsideHttp2Session() ? 1 : 0;
       return batch_inside_ != 0;
     }
-    if (InsideHttp2Session()) return true;
-    Flush();
-    return false;
+    return CommitOutsideBatch();
   }
+  // Not in a Batch: true inside a session step, else delivers now. Out of the recording path.
+  [[gnu::noinline]] bool CommitOutsideBatch();
   // Queues the events held back on a client until its request headers went out.
   [[gnu::noinline]] void ReleaseHeld();
   // Replaces a compressed body with its decompression (null when that failed).

@@ -507,6 +507,10 @@ void ServerCall::SendStatus(Status status, bool drop_queued) {
     final_status_ = status;
     StatsQueued(stats_.Trailers(/*out=*/true, status, &context_.trailing_metadata_,
                                 /*trailers_only=*/!headers_sent_));
+    // With the client's side already ended, nothing more can happen to the call: kEnd goes
+    // with the trailers (where grpc-go's server reports it too), and the stream's close later
+    // releases the call without another stats pass.
+    if (remote_closed_) StatsQueued(stats_.End(final_status_));
   }
   if (!headers_sent_) {
     // Trailers-only: one HEADERS frame carrying the HTTP status, the gRPC status and the
