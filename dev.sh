@@ -34,6 +34,10 @@ FUZZ_PKGS=(clang libclang-rt-14-dev)
 PEER_PKGS=(libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf nghttp2-client
   nghttp2-server nginx-light util-linux procps golang-go golang-google-grpc-dev
   golang-github-golang-protobuf-1-3-dev zstd gzip coreutils python3-prometheus-client)
+# BENCH_PKGS are the measuring tools the benchmark scripts use besides the peers: valgrind
+# (callgrind instruction counts: bench/instructions_per_rpc.sh, bench/observability.sh) and perf
+# (system calls per RPC in bench/side_by_side/run.sh).
+BENCH_PKGS=(valgrind linux-perf)
 
 # Bold only when stderr is a terminal: logs and pipes get plain text.
 if [ -t 2 ]; then
@@ -84,7 +88,7 @@ setup() {
     install_packages "${FUZZ_PKGS[@]}"
   fi
   if [ "$what" = all ]; then
-    install_packages "${PEER_PKGS[@]}"
+    install_packages "${PEER_PKGS[@]}" "${BENCH_PKGS[@]}"
     setup_node_peer
   fi
 }

@@ -10,7 +10,7 @@
 # BUILD_DIR is a configured release tree (`./dev.sh build release`); the script first builds its
 # side_by_side_deps target: benchmain, rill_bench_server, alloc_counter and the libgrpc++ peer
 # peer_cpp_bench_server (which `./dev.sh bench` does not build). Needs h2load and nghttpd
-# (nghttp2-client, nghttp2-server), taskset, protoc, python3 (`./dev.sh setup`) and grpc-proto
+# (nghttp2-client, nghttp2-server), taskset, protoc, python3, perf (`./dev.sh setup`) and grpc-proto
 # ($RILL_GRPC_PROTO_ROOT, default /usr/share/grpc-proto).
 #
 # Every server runs pinned to CPU 0 with one thread (rill: one reactor; libgrpc++: one
@@ -25,6 +25,13 @@
 #                  own (written to a file on SIGUSR1); libgrpc++'s server runs with LD_PRELOAD=
 #                  liballoc_counter.so; nghttpd is not counted (it allocates through jemalloc)
 #   RSS MiB        server VmRSS at the end of the window
+#   syscalls/RPC   system calls entered on the server's CPU over the window / RPCs (perf's
+#                  raw_syscalls tracepoint, `perf stat -C`), with the reads (read, readv, recvmsg,
+#                  recvfrom), writes (write, writev, sendmsg, sendto) and waits (epoll_wait,
+#                  epoll_pwait, poll, ppoll, futex) among them. Counted by CPU because `perf stat
+#                  -p` counts nothing on this kernel; so only with split pinning (the server alone
+#                  on its CPU; anything else running there is counted too: measure on a quiet
+#                  machine), "n/a" otherwise or when perf cannot count
 #
 # Workloads: unary 1 B (1 connection x 100 streams, and 50 x 20), unary 8 KiB (1 x 6), unary
 # 1 MiB (1 x 4), request and response payloads of that size; streaming ping-pong 1 B (1 x 100,
@@ -90,7 +97,7 @@ peer_server=$build/tests/peers/peer_cpp_bench_server
 alloc_lib=$build/bench/alloc_counter/liballoc_counter.so
 copy_lib=$build/bench/copy_counter/libcopy_counter.so
 certs=$repo/tests/tls/certs
-for tool in h2load nghttpd nghttp taskset protoc python3 ${tls:+openssl}; do
+for tool in h2load nghttpd nghttp taskset protoc python3 perf ${tls:+openssl}; do
   command -v "$tool" > /dev/null || { echo "missing $tool (./dev.sh setup installs it)" >&2; exit 1; }
 done
 cmake --build "$build" --target side_by_side_deps >&2
@@ -236,6 +243,35 @@ server_allocs() {
   od -An -t u8 -N 8 "$alloc_file" | tr -d ' '
 }
 
+# count_syscalls CPU OUT COMMAND...: runs COMMAND with its output to the file OUT and prints the
+# system calls entered on CPU meanwhile, "total reads writes waits" ("nan nan nan nan" when
+# perf cannot count). perf's CSV lines are "count,unit,event,...".
+syscall_events=raw_syscalls:sys_enter
+for call in read readv recvmsg recvfrom write writev sendmsg sendto epoll_wait epoll_pwait poll \
+    ppoll futex; do
+  syscall_events+=",syscalls:sys_enter_$call"
+done
+count_syscalls() {
+  local cpu=$1 out=$2 file="$work/perf.txt" perf_pid
+  shift 2
+  rm -f "$file"
+  perf stat -x, -e "$syscall_events" -C "$cpu" -o "$file" > /dev/null 2>&1 &
+  perf_pid=$!
+  sleep 0.2  # counting before the load starts
+  "$@" > "$out"
+  kill -INT "$perf_pid" 2> /dev/null || true
+  wait "$perf_pid" 2> /dev/null || true
+  awk -F, '
+    $3 == "raw_syscalls:sys_enter" { total = $1 }
+    $3 ~ /sys_enter_(read|readv|recvmsg|recvfrom)$/ { reads += $1 }
+    $3 ~ /sys_enter_(write|writev|sendmsg|sendto)$/ { writes += $1 }
+    $3 ~ /sys_enter_(epoll_wait|epoll_pwait|poll|ppoll|futex)$/ { waits += $1 }
+    END {
+      if (total == "" || total !~ /^[0-9]+$/) print "nan nan nan nan"
+      else printf "%d %d %d %d\n", total, reads, writes, waits
+    }' "$file" 2> /dev/null || echo "nan nan nan nan"
+}
+
 # Bytes the server copied in calls of >= 4 KiB so far ("nan" when not counted).
 server_copies() {
   if [[ -z $copy_file ]]; then
@@ -330,7 +366,8 @@ if [[ -n $tls ]]; then
     "tls-streaming-1MiB-1x1 1 1 1048576 streaming"
   )
 fi
-printf 'case\tpinning\tclient\tserver\trep\trpcs\tqps\tcpu_us\tallocs\trss_mib\tcopies\n' > "$raw"
+printf 'case\tpinning\tclient\tserver\trep\trpcs\tqps\tcpu_us\tallocs\trss_mib\tcopies\tsyscalls\treads\twrites\twaits\n' \
+  > "$raw"
 
 measure() {
   local name=$1 conns=$2 streams=$3 size=$4 workload=$5 pinning=$6 scpu=$7 lcpu=$8 client=$9
@@ -346,11 +383,19 @@ measure() {
     return
   fi
   run_load "$client" "$lcpu" "$conns" "$streams" "$size" "$workload" "$warmup" > /dev/null
-  local t0 a0 t1 a1 c0 c1 result rss
+  local t0 a0 t1 a1 c0 c1 result rss calls
   a0=$(server_allocs "$server")
   c0=$(server_copies)
   t0=$(cpu_ticks)
-  result=$(run_load "$client" "$lcpu" "$conns" "$streams" "$size" "$workload" "$duration")
+  if [[ $pinning == split ]]; then
+    calls=$(count_syscalls "$scpu" "$work/load.txt" run_load "$client" "$lcpu" "$conns" \
+      "$streams" "$size" "$workload" "$duration")
+  else
+    calls="nan nan nan nan"
+    run_load "$client" "$lcpu" "$conns" "$streams" "$size" "$workload" "$duration" \
+      > "$work/load.txt"
+  fi
+  result=$(cat "$work/load.txt")
   t1=$(cpu_ticks)
   c1=$(server_copies)
   rss=$(rss_kib)
@@ -359,18 +404,21 @@ measure() {
   awk -v name="$name" -v pinning="$pinning" -v client="$client" -v server="$server" \
     -v rep="$rep" -v rpcs="${result% *}" -v qps="${result#* }" -v t0="$t0" -v t1="$t1" \
     -v a0="$a0" -v a1="$a1" -v c0="$c0" -v c1="$c1" -v pb="$payload_bytes" -v rss="$rss" \
-    -v hz="$(getconf CLK_TCK)" -v took=$((SECONDS - began)) -v raw="$raw" 'BEGIN {
+    -v hz="$(getconf CLK_TCK)" -v took=$((SECONDS - began)) -v raw="$raw" -v calls="$calls" 'BEGIN {
        cpu = rpcs > 0 ? (t1 - t0) / hz * 1e6 / rpcs : "nan"
+       split(calls, sc, " ")
+       for (i = 1; i <= 4; ++i) per[i] = rpcs > 0 && sc[i] != "nan" ? sprintf("%.3f", sc[i] / rpcs) : "nan"
        allocs = rpcs > 0 && a0 != "nan" ? (a1 - a0) / rpcs : "nan"
        copies = rpcs > 0 && c0 != "nan" ? (c1 - c0) / (rpcs * pb) : "nan"
-       printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\n", name, pinning, client, server,
-              rep, rpcs, qps, cpu == "nan" ? cpu : sprintf("%.3f", cpu),
+       printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\n", name, pinning,
+              client, server, rep, rpcs, qps, cpu == "nan" ? cpu : sprintf("%.3f", cpu),
               allocs == "nan" ? allocs : sprintf("%.3f", allocs), rss / 1024,
-              copies == "nan" ? copies : sprintf("%.3f", copies) >> raw
-       printf "  %-20s %-6s %-6s -> %-7s rep %s: %10.0f req/s %8s us/RPC %8s allocs/RPC (%d s)\n",
+              copies == "nan" ? copies : sprintf("%.3f", copies), per[1], per[2], per[3],
+              per[4] >> raw
+       printf "  %-20s %-6s %-6s -> %-7s rep %s: %10.0f req/s %8s us/RPC %8s allocs/RPC %8s syscalls/RPC (%d s)\n",
               name, pinning, client, server, rep, qps,
               cpu == "nan" ? cpu : sprintf("%.2f", cpu),
-              allocs == "nan" ? allocs : sprintf("%.2f", allocs), took > "/dev/stderr"
+              allocs == "nan" ? allocs : sprintf("%.2f", allocs), per[1], took > "/dev/stderr"
      }'
 }
 
