@@ -5,7 +5,7 @@
 # held call is served) and grpc-go 1.33's TestService server (peer_go_interop_server).
 #
 #   bench/conn_memory.sh BUILD_DIR [--conns N] [--inflight_conns C] [--inflight_streams S]
-#                        [--reps R] [--servers "rill grpcpp grpc-go"]
+#                        [--reps R] [--servers "rill grpcpp grpc-go"] [--rill_server PATH]
 #
 # BUILD_DIR is a configured release tree (`./dev.sh build release`); the script builds
 # conn_memory_client, rill_bench_server, peer_cpp_bench_server and peer_go_interop in it.
@@ -14,10 +14,12 @@
 #   idle      N connections (default 10,000) each complete the preface and SETTINGS exchange
 #             and one unary call with an empty message, then stay idle;
 #             (RSS after - RSS before) / N, RSS before being that with one such connection open
-#   in flight on C of them (default 10) S calls each (default 100) are opened and held (the
-#             streaming method, one empty message, no end); (RSS after - RSS idle) / (C x S)
+#   in flight on a fresh server, C connections (default 10) are opened as above, then S calls
+#             on each (default 100) are opened and held (the streaming method, one empty
+#             message, no end); (RSS after - RSS with the C connections idle) / (C x S)
 # RSS is the server's VmRSS, sampled after 3 s of quiet. The median of R repetitions (default 3)
-# is printed as a markdown table.
+# is printed as a markdown table. --rill_server measures another build's rill_bench_server
+# (a copy of the binary from before a change, say) in the rill row.
 set -euo pipefail
 
 usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -29,6 +31,7 @@ inflight_conns=10
 inflight_streams=100
 reps=3
 servers="rill grpcpp grpc-go"
+rill_server=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --conns) conns=$2; shift ;;
@@ -36,6 +39,7 @@ while [[ $# -gt 0 ]]; do
     --inflight_streams) inflight_streams=$2; shift ;;
     --reps) reps=$2; shift ;;
     --servers) servers=$2; shift ;;
+    --rill_server) rill_server=$2; shift ;;
     -h|--help) usage ;;
     *) echo "unknown argument: $1" >&2; usage ;;
   esac
@@ -68,7 +72,7 @@ start_server() {
   local name=$1
   case $name in
     rill)
-      set -- "$build/bench/benchmain/rill_bench_server" --port=0 --reactors=1
+      set -- "${rill_server:-$build/bench/benchmain/rill_bench_server}" --port=0 --reactors=1
       unary=/grpc.testing.BenchmarkService/UnaryCall
       stream=/grpc.testing.BenchmarkService/StreamingCall ;;
     grpcpp)
@@ -105,19 +109,26 @@ for name in $servers; do
   : > "$work/idle"
   : > "$work/held"
   for rep in $(seq "$reps"); do
-    start_server "$name"
-    if ! taskset -c "$client_cpu" "$client" --port="$port" --pid="$server_pid" \
-        --conns="$conns" --inflight_conns="$inflight_conns" \
-        --inflight_streams="$inflight_streams" --unary_path="$unary" --stream_path="$stream" \
-        > "$work/client.out" 2> "$work/client.err"; then
-      echo "$name, repetition $rep failed:" >&2
-      cat "$work/client.out" "$work/client.err" >&2
-      exit 1
-    fi
-    stop_server
-    sed 's/^/  /' "$work/client.out" | sed "s/^/$name #$rep/" >&2
-    sed -n 's/^idle .*kib_per_conn=\([0-9.-]*\).*/\1/p' "$work/client.out" >> "$work/idle"
-    sed -n 's/^inflight .*kib_per_call=\([0-9.-]*\).*/\1/p' "$work/client.out" >> "$work/held"
+    # Idle connections, then calls in flight on a fresh server (memory the idle run freed
+    # would otherwise serve the calls).
+    for phase in "--conns=$conns --inflight_conns=0" \
+                 "--conns=$inflight_conns --inflight_conns=$inflight_conns"; do
+      start_server "$name"
+      # shellcheck disable=SC2086
+      if ! taskset -c "$client_cpu" "$client" --port="$port" --pid="$server_pid" $phase \
+          --inflight_streams="$inflight_streams" --unary_path="$unary" --stream_path="$stream" \
+          > "$work/client.out" 2> "$work/client.err"; then
+        echo "$name, repetition $rep failed:" >&2
+        cat "$work/client.out" "$work/client.err" >&2
+        exit 1
+      fi
+      stop_server
+      sed "s/^/$name #$rep  /" "$work/client.out" >&2
+      if [[ $phase == --conns=$conns\ * ]]; then
+        sed -n 's/^idle .*kib_per_conn=\([0-9.-]*\).*/\1/p' "$work/client.out" >> "$work/idle"
+      fi
+      sed -n 's/^inflight .*kib_per_call=\([0-9.-]*\).*/\1/p' "$work/client.out" >> "$work/held"
+    done
   done
   rows+=("| $name | $(median < "$work/idle") | $(median < "$work/held") |")
 done
