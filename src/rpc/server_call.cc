@@ -3,6 +3,7 @@
 #include <asio/bind_cancellation_slot.hpp>
 #include <asio/co_spawn.hpp>
 #include <asio/this_coro.hpp>
+#include <atomic>
 #include <charconv>
 
 #include "rill/interceptor.h"
@@ -54,6 +55,9 @@ void ServerContext::Reset() {
 namespace internal {
 namespace {
 
+// Counted at construction and destruction only (objects are reused call after call).
+std::atomic<size_t> g_live_calls{0};
+
 google::protobuf::ArenaOptions ArenaOptionsFor(std::byte* block, size_t size) {
   google::protobuf::ArenaOptions options;
   options.initial_block = reinterpret_cast<char*>(block);
@@ -84,9 +88,13 @@ ServerCall::ServerCall(ServerTransport& transport)
       read_waiter_(transport.connection().io_context()),
       write_waiter_(transport.connection().io_context()),
       deadline_timer_(transport.connection().io_context()),
-      arena_(ArenaOptionsFor(arena_block_, kArenaBlockSize)) {}
+      arena_(ArenaOptionsFor(arena_block_, kArenaBlockSize)) {
+  g_live_calls.fetch_add(1, std::memory_order_relaxed);
+}
 
-ServerCall::~ServerCall() = default;
+ServerCall::~ServerCall() { g_live_calls.fetch_sub(1, std::memory_order_relaxed); }
+
+size_t ServerCall::LiveObjects() noexcept { return g_live_calls.load(std::memory_order_relaxed); }
 
 void ServerCall::Begin(int32_t stream_id) {
   stream_id_ = stream_id;
@@ -627,8 +635,10 @@ void ServerCall::ArmDeadline() {
   const uint64_t generation = ++deadline_generation_;
   deadline_timer_.expires_at(context_.deadline_);
   transport_->AddPendingOp();
+  ++deadline_waits_;
   deadline_timer_.async_wait([this, generation](const asio::error_code& ec) {
     ServerTransport& transport = *transport_;
+    --deadline_waits_;
     // The object may serve another call by now; only the latest arming counts.
     if (generation == deadline_generation_) {
       deadline_armed_ = false;

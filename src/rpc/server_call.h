@@ -74,6 +74,11 @@ class ServerCall final : public ServerStreamCore {
   [[nodiscard]] int32_t stream_id() const noexcept { return stream_id_; }
   [[nodiscard]] ServerTransport& transport() noexcept { return *transport_; }
   [[nodiscard]] ServerContext& context() noexcept { return context_; }
+  // Call objects alive in the process (in use or cached by their connection), for tests.
+  [[nodiscard]] static size_t LiveObjects() noexcept;
+  // Released, and no asynchronous operation refers to the object any more: its transport may
+  // destroy it.
+  [[nodiscard]] bool disposable() const noexcept { return released_ && deadline_waits_ == 0; }
 
   // ServerStreamCore (streaming calls).
   Awaitable<bool> Read(google::protobuf::MessageLite* message) override;
@@ -198,6 +203,7 @@ class ServerCall final : public ServerStreamCore {
   asio::steady_timer deadline_timer_;
   uint64_t deadline_generation_ = 0;  // identifies the latest arming; stale waits ignore it
   bool deadline_armed_ = false;
+  uint32_t deadline_waits_ = 0;  // deadline waits whose completion has not run (they use this)
   asio::cancellation_signal cancel_signal_;
 
   // Observers (inactive when the server has no stats handler). final_status_ is kept only then.

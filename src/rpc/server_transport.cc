@@ -14,6 +14,8 @@ constexpr uint64_t kShutdownPingPayload = 0x73687574'646f776e;
 // A client that does not acknowledge that PING (an nghttp2 client with no open streams stops
 // answering once it saw a GOAWAY) gets the final GOAWAY after this long anyway.
 constexpr std::chrono::seconds kShutdownAckTimeout{5};
+// A connection without calls for this long gives its call objects back.
+constexpr std::chrono::seconds kCallTrimDelay{1};
 
 Http2Connection::Options ConnectionOptions(const ServerOptions& o,
                                            std::shared_ptr<TlsContext> tls) {
@@ -50,6 +52,7 @@ ServerTransport::ServerTransport(ServerImpl& server, Http2Connection::Socket soc
     : server_(server),
       connection_(std::move(socket), ConnectionOptions(server.options(), std::move(tls)), this,
                   server.pool(), this),
+      trim_timer_(connection_.io_context()),
       lifetime_timer_(connection_.io_context()),
       notice_timer_(connection_.io_context()) {
   connection_.AttachChannelz(&channelz_);
@@ -61,6 +64,7 @@ ServerTransport::ServerTransport(ServerImpl& server, PipeEnd pipe, asio::io_cont
     : server_(server),
       connection_(std::move(pipe), io_context, ConnectionOptions(server.options(), nullptr), this,
                   server.pool(), this),
+      trim_timer_(connection_.io_context()),
       lifetime_timer_(connection_.io_context()),
       notice_timer_(connection_.io_context()) {
   connection_.AttachChannelz(&channelz_);
@@ -193,6 +197,7 @@ void ServerTransport::OnStreamBegin(int32_t stream_id) {
     call = calls_.back().get();
   }
   ++active_calls_;
+  ++calls_begun_;
   ++admitted_;
   // The server-wide count, like the connection's, holds admitted calls from here: one read
   // carrying many streams must not pass the limit before their handlers start.
@@ -242,8 +247,44 @@ void ServerTransport::ReleaseCall(ServerCall* call) {
       lifetime_timer_.cancel();  // re-armed from the idle moment
       ArmIdleTimer();
     }
+    if (!trim_armed_) ArmCallTrim();
   }
   MaybeDestroy();
+}
+
+// At most one arming per second and connection, and only once its calls are all done: a
+// connection serving call after call pays one timer a second, not one per call.
+void ServerTransport::ArmCallTrim() {
+  if (connection_done_) return;
+  trim_armed_ = true;
+  calls_begun_at_arm_ = calls_begun_;
+  AddPendingOp();
+  trim_timer_.expires_after(kCallTrimDelay);
+  trim_timer_.async_wait([this](const asio::error_code& ec) {
+    trim_armed_ = false;
+    if (!ec) OnCallTrimTimer();
+    RemovePendingOp();
+  });
+}
+
+void ServerTransport::OnCallTrimTimer() {
+  if (connection_done_ || active_calls_ > 0) return;  // the next release re-arms
+  if (calls_begun_ != calls_begun_at_arm_) {
+    ArmCallTrim();  // calls came and went meanwhile: look again later
+    return;
+  }
+  // No call in a second: every call object is free. Those an asynchronous operation still
+  // refers to (a cancelled deadline wait whose completion has not run) are kept for next time.
+  std::erase_if(free_calls_, [](ServerCall* call) { return call->disposable(); });
+  std::erase_if(calls_, [](const std::unique_ptr<ServerCall>& call) {
+    return call->disposable();
+  });
+  if (calls_.empty()) {
+    calls_.shrink_to_fit();  // the vectors' own memory goes too
+    free_calls_.shrink_to_fit();
+  } else {
+    ArmCallTrim();
+  }
 }
 
 void ServerTransport::HandlerStarted() {
@@ -284,6 +325,7 @@ void ServerTransport::OnSessionStepDone() {
 void ServerTransport::OnConnectionDone(const Status& /*reason*/) {
   connection_done_ = true;
   lifetime_timer_.cancel();
+  trim_timer_.cancel();
   notice_timer_.cancel();
   // Work deferred by the last session step still runs (it may be a handler start that now
   // finds its call ended), so that every call is released.

@@ -2,7 +2,9 @@
 // running on its streams.
 //
 // Call objects are recycled per connection (a free list), so a connection that serves call after
-// call stops allocating. The server owns the transport (docs/ownership.md) and destroys it once
+// call stops allocating. A connection with no call for about a second gives them back (a call
+// object is ~4 KiB, more than the rest of an idle connection's own state), so idle connections
+// hold none. The server owns the transport (docs/ownership.md) and destroys it once
 // its connection is done and no call (including a handler coroutine still running) refers to
 // it.
 //
@@ -83,6 +85,10 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
 
  private:
   void MaybeDestroy();
+  // Arms trim_timer_ (when not armed): a second later, call objects of a connection that has
+  // stayed without calls are destroyed.
+  void ArmCallTrim();
+  void OnCallTrimTimer();
 
   ServerCall* deferred_head_ = nullptr;
   ServerCall* deferred_tail_ = nullptr;
@@ -93,6 +99,10 @@ class ServerTransport final : public Http2Handler, public Http2Connection::Owner
   std::vector<std::unique_ptr<ServerCall>> calls_;  // every call object this transport made
   std::vector<ServerCall*> free_calls_;
   size_t active_calls_ = 0;
+  uint64_t calls_begun_ = 0;         // streams that got a call object, ever
+  uint64_t calls_begun_at_arm_ = 0;  // calls_begun_ when trim_timer_ was armed
+  bool trim_armed_ = false;
+  asio::steady_timer trim_timer_;
   uint32_t running_handlers_ = 0;
   // Calls admitted whose handler has not started yet: their handlers start after the session
   // step, so admission counts them too (else one read of many streams would pass the cap).
