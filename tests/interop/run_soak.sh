@@ -127,7 +127,7 @@ fi
 failed=0
 echo
 echo "grpc-go soak client (exit $go_code): calls by phase, kind and status"
-grep -E '^(count|unexpected|drain phase)' "$work/go.out" || { cat "$work/go.out" "$work/go.err"; failed=1; }
+grep -E '^(count|unexpected|drain phase|failed call)' "$work/go.out" || { cat "$work/go.out" "$work/go.err"; failed=1; }
 [ "$go_code" = 0 ] || failed=1
 index=0
 for client in "${other_clients[@]}"; do
