@@ -9,12 +9,13 @@
 // guard deadline, so a call the server lost ends as DEADLINE_EXCEEDED on a kind that does not
 // expect it (counted as unexpected) instead of hanging.
 //
-// SIGUSR1 marks the start of the drain phase (the harness sends it when it sends the server
-// SIGTERM): calls that began before it and ended after are counted as phase `straddle`, calls
-// begun after it as `drain`; in both, UNAVAILABLE is accepted (a call refused by, or still
-// running on, a server that is going away gets that status). Only a call that never got an
-// answer (the guard deadline) or got another status is unexpected there. Every --report interval and at the end, one line per
-// phase, kind and status: `count <phase> <kind> <STATUS> <n>`, then `unexpected <phase> <n>`.
+// SIGUSR1 marks the start of the drain phase; the client then prints `drain phase from <time>`
+// (the harness waits for that line before it sends the server SIGTERM). Calls that began before
+// it and ended after are counted as phase `straddle`, calls begun after it as `drain`; in both,
+// UNAVAILABLE is accepted (a call refused by, or still running on, a server that is going away
+// gets that status). Only a call that never got an answer (the guard deadline) or got another
+// status is unexpected there. Every --report interval and at the end, one line per phase, kind
+// and status: `count <phase> <kind> <STATUS> <n>`, then `unexpected <phase> <n>`.
 // The first few calls with an unexpected status are printed as they end, with the status message:
 // `failed call at <time>: <phase> <kind> worker <w> channel <c>: <STATUS>: <message>`.
 // Exits 0 when no call had an unexpected status, 1 otherwise.
@@ -240,7 +241,7 @@ func main() {
 	go func() {
 		<-usr1
 		phase.Store("drain")
-		fmt.Printf("drain phase from %s\n", time.Now().UTC().Format(time.RFC3339))
+		fmt.Printf("drain phase from %s\n", time.Now().UTC().Format(time.RFC3339Nano))
 	}()
 
 	clients := make([]testpb.TestServiceClient, *channels)
