@@ -16,6 +16,7 @@ bool BdpEstimator::OnData(size_t bytes, Clock::time_point now) {
   if (bdp_ >= kMaxWindow) return false;  // estimation stops at the cap
   sample_ += static_cast<double>(bytes);
   if (ping_outstanding_) return false;
+  if (now < next_ping_) return false;
   ping_outstanding_ = true;
   ping_sent_ = now;
   sample_ = static_cast<double>(bytes);
@@ -32,6 +33,19 @@ uint32_t BdpEstimator::OnPingAck(Clock::time_point now) {
   } else {
     rtt_seconds_ += (rtt - rtt_seconds_) * kAlpha;
   }
+  const uint32_t window = Estimate();
+  if (window != 0) {
+    ping_interval_ = Clock::duration::zero();
+  } else {
+    ping_interval_ = ping_interval_ == Clock::duration::zero()
+                         ? kFirstPingInterval
+                         : std::min(2 * ping_interval_, kMaxPingInterval);
+  }
+  next_ping_ = now + ping_interval_;
+  return window;
+}
+
+uint32_t BdpEstimator::Estimate() {
   const double bandwidth = sample_ / (rtt_seconds_ * 1.5);
   if (bandwidth <= bandwidth_max_) return 0;
   bandwidth_max_ = bandwidth;

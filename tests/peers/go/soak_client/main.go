@@ -9,12 +9,15 @@
 // guard deadline, so a call the server lost ends as DEADLINE_EXCEEDED on a kind that does not
 // expect it (counted as unexpected) instead of hanging.
 //
-// SIGUSR1 marks the start of the drain phase (the harness sends it when it sends the server
-// SIGTERM): calls that began before it and ended after are counted as phase `straddle`, calls
-// begun after it as `drain`; in both, UNAVAILABLE is accepted (a call refused by, or still
-// running on, a server that is going away gets that status). Only a call that never got an
-// answer (the guard deadline) or got another status is unexpected there. Every --report interval and at the end, one line per
-// phase, kind and status: `count <phase> <kind> <STATUS> <n>`, then `unexpected <phase> <n>`.
+// SIGUSR1 marks the start of the drain phase; the client then prints `drain phase from <time>`
+// (the harness waits for that line before it sends the server SIGTERM). Calls that began before
+// it and ended after are counted as phase `straddle`, calls begun after it as `drain`; in both,
+// UNAVAILABLE is accepted (a call refused by, or still running on, a server that is going away
+// gets that status). Only a call that never got an answer (the guard deadline) or got another
+// status is unexpected there. Every --report interval and at the end, one line per phase, kind
+// and status: `count <phase> <kind> <STATUS> <n>`, then `unexpected <phase> <n>`.
+// The first few calls with an unexpected status are printed as they end, with the status message:
+// `failed call at <time>: <phase> <kind> worker <w> channel <c>: <STATUS>: <message>`.
 // Exits 0 when no call had an unexpected status, 1 otherwise.
 package main
 
@@ -40,6 +43,12 @@ import (
 )
 
 const guardDeadline = 20 * time.Second
+
+// The first unexpected statuses are printed with their messages (the transport's reason for a
+// lost connection is in the message); the rest are only counted.
+const maxFailuresShown = 5
+
+var failuresShown int32
 
 var phaseOrder = map[string]int{"steady": 0, "straddle": 1, "drain": 2}
 
@@ -114,17 +123,17 @@ func payload(size int) *testpb.Payload {
 }
 
 // readAll reads the server stream that opening returned (`stream`, `err`) to its end; returns its
-// status code (OK at the end of the stream).
-func readAll(stream testpb.TestService_StreamingOutputCallClient, err error) codes.Code {
+// status (OK at the end of the stream).
+func readAll(stream testpb.TestService_StreamingOutputCallClient, err error) *status.Status {
 	if err != nil {
-		return status.Code(err)
+		return status.Convert(err)
 	}
 	for {
 		if _, err := stream.Recv(); err != nil {
 			if err == io.EOF {
-				return codes.OK
+				return status.New(codes.OK, "")
 			}
-			return status.Code(err)
+			return status.Convert(err)
 		}
 	}
 }
@@ -138,15 +147,15 @@ func waitingStream(ctx context.Context, client testpb.TestServiceClient,
 			{Size: 10, IntervalUs: int32(wait / time.Microsecond)}}})
 }
 
-// call makes one call of `kind`; returns its status code.
-func call(client testpb.TestServiceClient, kind string, rng *rand.Rand) codes.Code {
+// call makes one call of `kind`; returns its status.
+func call(client testpb.TestServiceClient, kind string, rng *rand.Rand) *status.Status {
 	ctx, cancelGuard := context.WithTimeout(context.Background(), guardDeadline)
 	defer cancelGuard()
 	switch kind {
 	case "unary":
 		_, err := client.UnaryCall(ctx, &testpb.SimpleRequest{
 			ResponseType: testpb.PayloadType_COMPRESSABLE, ResponseSize: 1024, Payload: payload(1024)})
-		return status.Code(err)
+		return status.Convert(err)
 	case "stream":
 		params := make([]*testpb.ResponseParameters, 5)
 		for i := range params {
@@ -157,7 +166,7 @@ func call(client testpb.TestServiceClient, kind string, rng *rand.Rand) codes.Co
 	case "pingpong":
 		stream, err := client.FullDuplexCall(ctx)
 		if err != nil {
-			return status.Code(err)
+			return status.Convert(err)
 		}
 		for i := 0; i < 4; i++ {
 			if err := stream.Send(&testpb.StreamingOutputCallRequest{
@@ -167,21 +176,21 @@ func call(client testpb.TestServiceClient, kind string, rng *rand.Rand) codes.Co
 				break // the status comes from Recv
 			}
 			if _, err := stream.Recv(); err != nil {
-				return status.Code(err)
+				return status.Convert(err)
 			}
 		}
 		stream.CloseSend()
 		if _, err := stream.Recv(); err != io.EOF {
-			return status.Code(err)
+			return status.Convert(err)
 		}
-		return codes.OK
+		return status.New(codes.OK, "")
 	case "cancel":
 		// The handler is asked to wait 500 ms; the call is cancelled within 50 ms.
 		callCtx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		stream, err := waitingStream(callCtx, client, 500*time.Millisecond)
 		if err != nil {
-			return status.Code(err)
+			return status.Convert(err)
 		}
 		time.Sleep(time.Duration(rng.Intn(50)) * time.Millisecond)
 		cancel()
@@ -191,7 +200,7 @@ func call(client testpb.TestServiceClient, kind string, rng *rand.Rand) codes.Co
 		defer cancel()
 		return readAll(waitingStream(callCtx, client, 2*time.Second))
 	}
-	return codes.Internal
+	return status.New(codes.Internal, "unknown kind "+kind)
 }
 
 // Kinds and their weights in the mix: about one call in six is cancelled, one in six runs out
@@ -232,7 +241,7 @@ func main() {
 	go func() {
 		<-usr1
 		phase.Store("drain")
-		fmt.Printf("drain phase from %s\n", time.Now().UTC().Format(time.RFC3339))
+		fmt.Printf("drain phase from %s\n", time.Now().UTC().Format(time.RFC3339Nano))
 	}()
 
 	clients := make([]testpb.TestServiceClient, *channels)
@@ -258,9 +267,15 @@ func main() {
 			for time.Now().Before(end) {
 				p := phase.Load().(string)
 				kind := pick(rng)
-				code := call(client, kind, rng)
+				st := call(client, kind, rng)
+				code := st.Code()
 				if p == "steady" && phase.Load().(string) == "drain" {
 					p = "straddle" // began before the drain, ended after
+				}
+				if !expected(p, kind, code) && atomic.AddInt32(&failuresShown, 1) <= maxFailuresShown {
+					fmt.Printf("failed call at %s: %s %s worker %d channel %d: %s: %s\n",
+						time.Now().UTC().Format("15:04:05.000000"), p, kind, w, w%len(clients),
+						code, st.Message())
 				}
 				if p != "steady" && code == codes.Unavailable {
 					time.Sleep(10 * time.Millisecond) // the server is gone: do not spin
