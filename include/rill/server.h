@@ -95,7 +95,8 @@ struct ServerOptions {
   std::chrono::milliseconds handshake_timeout{20000};
   // Graceful shutdown gives in-flight calls this long before cancelling them.
   std::chrono::milliseconds shutdown_grace{5000};
-  // Bytes read from a socket at a time (one pooled block per read).
+  // Bytes of the first read from a socket (one pooled block per read). A read that fills its
+  // block doubles the next one, up to 8 times this; reads that come back mostly empty halve it.
   size_t read_block_size = 32 * 1024;
   // Bytes gathered into one write syscall at most (the write batch); 0: every HTTP/2 frame is
   // written on its own. Default 256 KiB. Frames are never split, so the frame that crosses the
