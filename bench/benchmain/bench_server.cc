@@ -65,6 +65,8 @@ int main(int argc, char** argv) {
   std::string buffer_pool = "tiered";
   std::size_t read_block_size = 0;
   std::uint32_t max_concurrent_streams = 1000;
+  std::uint32_t initial_stream_window = 0;
+  std::uint32_t initial_connection_window = 0;
   app.add_option("--port", port, "TCP port (0 picks a free one)")->capture_default_str();
   app.add_option("--reactors", reactors, "Reactor threads; 0 = one per core")
       ->capture_default_str();
@@ -81,6 +83,12 @@ int main(int argc, char** argv) {
   app.add_option("--max_concurrent_streams", max_concurrent_streams,
                  "MAX_CONCURRENT_STREAMS advertised")
       ->capture_default_str();
+  app.add_option("--initial_stream_window", initial_stream_window,
+                 "Stream flow-control window advertised (ServerOptions::initial_stream_window); "
+                 "0: rill's default (64 KiB, grown to the bandwidth-delay product)");
+  app.add_option("--initial_connection_window", initial_connection_window,
+                 "Connection flow-control window (ServerOptions::initial_connection_window); "
+                 "0: rill's default");
   std::string tls_cert_file;
   std::string tls_key_file;
   app.add_option("--tls_cert_file", tls_cert_file,
@@ -142,6 +150,8 @@ int main(int argc, char** argv) {
       .SetBufferPool(pool);
   builder.options().max_concurrent_streams = max_concurrent_streams;
   if (read_block_size > 0) builder.options().read_block_size = read_block_size;
+  builder.options().initial_stream_window = initial_stream_window;
+  builder.options().initial_connection_window = initial_connection_window;
   auto server = builder.Build();
   if (!server.ok()) {
     std::fprintf(stderr, "cannot start: %s\n", server.status().ToString().c_str());

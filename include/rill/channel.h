@@ -141,14 +141,20 @@ struct ChannelOptions {
   std::chrono::milliseconds keepalive_timeout{20000};
   bool keepalive_without_calls = false;
 
-  // Bytes read from the socket at a time (one pooled block per read).
+  // Bytes of the first read from a socket (one pooled block per read). A read that fills its
+  // block doubles the next one, up to 8 times this; reads that come back mostly empty halve it.
   size_t read_block_size = 32 * 1024;
   // Bytes gathered into one write syscall at most (the write batch); 0: every HTTP/2 frame is
   // written on its own. Default 256 KiB. Frames are never split, so the frame that crosses the
   // limit still goes whole into that write.
   size_t write_buffer_size = 256 * 1024;
 
-  // HTTP/2 flow control windows we advertise; 0 leaves the 64 KiB protocol default.
+  // HTTP/2 flow control windows we advertise. With both 0 (the default) they follow the
+  // bandwidth-delay product: streams start at the protocol's 64 KiB and the connection at 4 MiB
+  // (it is credited as bytes arrive, so it bounds no memory). Set, they are static (a 0 among them
+  // then means 64 KiB for streams, 4 MiB for the connection). Either way a stream receiving a
+  // message larger than its window is given room for the whole message at once, which the
+  // message size limit bounds.
   uint32_t initial_stream_window = 0;
   uint32_t initial_connection_window = 0;
 

@@ -83,14 +83,20 @@ struct ServerOptions {
   // Largest request header block accepted; a larger one fails that call with
   // RESOURCE_EXHAUSTED while the connection lives on.
   uint32_t max_header_list_size = 16 * 1024;
-  // HTTP/2 flow control windows we advertise; 0 leaves the 64 KiB protocol default.
+  // HTTP/2 flow control windows we advertise. With both 0 (the default) they follow the
+  // bandwidth-delay product: streams start at the protocol's 64 KiB and the connection at 4 MiB
+  // (it is credited as bytes arrive, so it bounds no memory). Set, they are static (a 0 among them
+  // then means 64 KiB for streams, 4 MiB for the connection). Either way a stream receiving a
+  // message larger than its window is given room for the whole message at once, which the
+  // message size limit bounds.
   uint32_t initial_stream_window = 0;
   uint32_t initial_connection_window = 0;
   // A connection that has not sent its HTTP/2 preface by then is closed.
   std::chrono::milliseconds handshake_timeout{20000};
   // Graceful shutdown gives in-flight calls this long before cancelling them.
   std::chrono::milliseconds shutdown_grace{5000};
-  // Bytes read from a socket at a time (one pooled block per read).
+  // Bytes of the first read from a socket (one pooled block per read). A read that fills its
+  // block doubles the next one, up to 8 times this; reads that come back mostly empty halve it.
   size_t read_block_size = 32 * 1024;
   // Bytes gathered into one write syscall at most (the write batch); 0: every HTTP/2 frame is
   // written on its own. Default 256 KiB. Frames are never split, so the frame that crosses the

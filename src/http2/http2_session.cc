@@ -367,6 +367,7 @@ Http2Session::Http2Session(const Http2Options& options, Http2Handler* handler, B
     : handler_(handler),
       pool_(&pool),
       server_(options.server),
+      initial_connection_window_(options.initial_connection_window),
       glitches_{options.glitch_burst, options.glitch_rate, double(options.glitch_burst)},
       resets_{options.reset_burst, options.reset_rate, double(options.reset_burst)} {
   nghttp2_session_callbacks* cbs = nullptr;
@@ -531,6 +532,15 @@ void Http2Session::Consume(int32_t stream_id, size_t bytes) {
   if (bytes > 0) nghttp2_session_consume_stream(session_, stream_id, bytes);
 }
 
+void Http2Session::GrowStreamWindow(int32_t stream_id, size_t bytes) {
+  const int32_t window = nghttp2_session_get_stream_effective_local_window_size(session_, stream_id);
+  if (window < 0 || bytes == 0) return;
+  const int64_t grown = std::min<int64_t>(int64_t{window} + static_cast<int64_t>(bytes),
+                                          NGHTTP2_MAX_WINDOW_SIZE);
+  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, stream_id,
+                                        static_cast<int32_t>(grown));
+}
+
 size_t Http2Session::StreamSendAllowance(int32_t stream_id) const {
   return static_cast<size_t>(
       std::max(nghttp2_session_get_stream_local_window_size(session_, stream_id), 0));
@@ -598,8 +608,10 @@ void Http2Session::SubmitPing(uint64_t payload) {
 }
 
 void Http2Session::UpdateReceiveWindow(uint32_t window) {
-  nghttp2_session_set_local_window_size(session_, NGHTTP2_FLAG_NONE, 0,
-                                        static_cast<int32_t>(window));
+  // The connection window never shrinks below what it started with.
+  nghttp2_session_set_local_window_size(
+      session_, NGHTTP2_FLAG_NONE, 0,
+      static_cast<int32_t>(std::max(window, initial_connection_window_)));
   nghttp2_settings_entry iv{NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, window};
   nghttp2_submit_settings(session_, NGHTTP2_FLAG_NONE, &iv, 1);
 }

@@ -123,11 +123,16 @@ class OutboundStream {
   bool deferred_ = false;  // nghttp2 was told "no data yet"; Resume() must wake it
 };
 
+// The connection window rill advertises unless told otherwise (libgrpc++ advertises the same).
+inline constexpr uint32_t kDefaultConnectionWindow = 4 * 1024 * 1024;
+
 struct Http2Options {
   bool server = true;
   uint32_t max_concurrent_streams = 1000;  // advertised and enforced (server)
   uint32_t initial_stream_window = 65535;
-  uint32_t initial_connection_window = 65535;
+  // The connection window is credited as bytes arrive (stream windows bound what is buffered),
+  // so a large one costs no memory; it only saves the peer from waiting for WINDOW_UPDATEs.
+  uint32_t initial_connection_window = kDefaultConnectionWindow;
   uint32_t max_frame_size = 16384;
   uint32_t max_header_list_size = 16 * 1024;  // advertised; enforced by the layer above
   uint32_t header_table_size = 4096;
@@ -193,6 +198,10 @@ class Http2Session {
   // Bytes the peer may still send on a stream before it needs a WINDOW_UPDATE: the window minus
   // what arrived and was not announced back yet, credited or not (0 for an unknown stream).
   [[nodiscard]] size_t StreamSendAllowance(int32_t stream_id) const;
+  // Enlarges the stream's receive window so that the peer may send `bytes` more than it may now
+  // (a WINDOW_UPDATE goes out): a message whose size is known arrives without waiting for a
+  // WINDOW_UPDATE per window. No-op for an unknown stream.
+  void GrowStreamWindow(int32_t stream_id, size_t bytes);
   void SetStreamData(int32_t stream_id, void* stream);
 
   // Graceful shutdown, first step: GOAWAY with the maximum stream id (grpc's "shutdown notice"),
@@ -276,6 +285,7 @@ class Http2Session {
   // Control-frame accounting (see Callbacks::OnBeginFrame).
   static constexpr uint64_t kMaxWindowUpdateCredit = 1 << 16;
   uint64_t window_update_credit_ = 16;
+  uint32_t initial_connection_window_;
   uint64_t sends_at_last_ping_ = UINT64_MAX;
   uint64_t settings_received_ = 0;
   std::optional<uint64_t> notice_ping_;  // sent once the shutdown notice is on the wire

@@ -44,7 +44,7 @@ Status InboundQueue::Push(Buffer payload, Http2Session& session, int32_t stream_
     }
     break;
   }
-  if (!credit_on_receipt_) LetPartialArrive(session, stream_id);
+  LetPartialArrive(session, stream_id);
   return Status();
 }
 
@@ -74,8 +74,8 @@ Message InboundQueue::Pop(Http2Session* session, int32_t stream_id) {
 }
 
 void InboundQueue::LetPartialArrive(Http2Session& session, int32_t stream_id) {
-  // With a message queued, the reader's next Pop() credits more, and checks again.
-  if (!empty() || credited_ == received_) return;
+  // A stream's reader credits more at its next Pop() while a message is queued, and checks again.
+  if (!credit_on_receipt_ && !empty()) return;
   const size_t body = deframer_.partial_message_size();
   const size_t buffered = deframer_.buffered();
   // Bytes still to come before the message being assembled is whole (its prefix included while
@@ -83,13 +83,20 @@ void InboundQueue::LetPartialArrive(Http2Session& session, int32_t stream_id) {
   const size_t missing = body > 0       ? body - buffered
                          : buffered > 0 ? kMessagePrefixSize - buffered
                                         : 0;
-  const size_t allowance = session.StreamSendAllowance(stream_id);
+  if (missing == 0) return;
+  size_t allowance = session.StreamSendAllowance(stream_id);
   if (missing <= allowance) return;
-  // Everything uncredited belongs to that message (the reader took all before it). Once
-  // credited, either half the window is credited and nghttp2 announces it, or the peer may
-  // still send more than half the window: the message makes progress either way.
-  session.Consume(stream_id, static_cast<size_t>(received_ - credited_));
-  credited_ = received_;
+  if (!credit_on_receipt_ && credited_ != received_) {
+    // Everything uncredited belongs to that message (the reader took all before it).
+    session.Consume(stream_id, static_cast<size_t>(received_ - credited_));
+    credited_ = received_;
+    allowance = session.StreamSendAllowance(stream_id);
+    if (missing <= allowance) return;
+  }
+  // The rest of a message the deframer accepted (its size is within the limit) will be buffered
+  // whatever the window: announce room for all of it now rather than one window at a time, each
+  // costing the peer a wait for our WINDOW_UPDATE. Nothing is buffered beyond that message.
+  session.GrowStreamWindow(stream_id, missing - allowance);
 }
 
 void InboundQueue::Clear() {

@@ -53,8 +53,9 @@ class InboundQueue {
   void Clear();
 
  private:
-  // Credit on pop: credits what arrived when the queue is empty and the peer's allowance is too
-  // small for the rest of the message being assembled.
+  // When the peer's allowance is too small for the rest of the message being assembled (and,
+  // crediting on pop, the queue is empty): credits what arrived, then grows the stream window by
+  // what is still lacking.
   void LetPartialArrive(Http2Session& session, int32_t stream_id);
 
   MessageDeframer deframer_;

@@ -22,6 +22,8 @@ namespace {
 
 // Reads per readable event before yielding to other connections on the reactor.
 constexpr int kMaxReadsPerTurn = 16;
+// A read block grows up to this many times Options::read_block_size (AdaptReadSize).
+constexpr size_t kReadGrowth = 8;
 
 // Identifies keepalive pings among the connection's PING ACKs.
 constexpr uint64_t kKeepalivePingPayload = 0x6b65657061'6c6976;
@@ -55,6 +57,7 @@ Http2Connection::Http2Connection(Socket socket, const Options& options, Http2Han
       close_timer_(io_context_),
       settings_timer_(io_context_),
       read_block_size_(options.read_block_size),
+      read_size_(options.read_block_size),
       handshake_timeout_(options.handshake_timeout),
       policy_(options),
       keepalive_timer_(io_context_),
@@ -95,6 +98,7 @@ Http2Connection::Http2Connection(PipeEnd pipe, asio::io_context& io_context,
       settings_timer_(io_context_),
       peer_("inprocess"),
       read_block_size_(options.read_block_size),
+      read_size_(options.read_block_size),
       handshake_timeout_(options.handshake_timeout),
       policy_(options),
       keepalive_timer_(io_context_),
@@ -249,7 +253,7 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
   in_read_turn_ = true;
   if (pipe_.valid()) ReadPipe();
   for (int i = 0; i < kMaxReadsPerTurn && !closed_ && !pipe_.valid(); ++i) {
-    Buffer block = Buffer::Allocate(read_block_size_, *pool_);
+    Buffer block = Buffer::Allocate(read_size_, *pool_);
     const ssize_t n = ::recv(fd_, block.mutable_data(), block.size(), MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -262,6 +266,7 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
       break;
     }
     const bool drained = static_cast<size_t>(n) < block.size();
+    AdaptReadSize(static_cast<size_t>(n));
     block.Truncate(static_cast<size_t>(n));
     if (tls_) {
       // The ciphertext block lives until the engine has taken all of it, within this call.
@@ -288,6 +293,18 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
     if (!closed_ && !close_after_flush_) WaitReadable();
   }
   CheckDone();
+}
+
+// A read that fills its block means more is waiting: the next block is twice as large, up to
+// kReadGrowth times the configured size, so a large message arrives in a few reads instead of
+// dozens. Reads that come back mostly empty shrink it again, so a connection of small calls
+// reads into small blocks (a block stays pinned while any message in it is alive).
+void Http2Connection::AdaptReadSize(size_t got) noexcept {
+  if (got == read_size_) {
+    read_size_ = std::min(read_size_ * 2, read_block_size_ * kReadGrowth);
+  } else if (got < read_size_ / 4 && read_size_ > read_block_size_) {
+    read_size_ /= 2;
+  }
 }
 
 void Http2Connection::ReadPipe() {

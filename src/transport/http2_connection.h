@@ -141,6 +141,7 @@ class Http2Connection {
   void PostFinalCheck();
   void WaitReadable();
   void OnReadable(const asio::error_code& ec);
+  void AdaptReadSize(size_t got) noexcept;
   // In-memory: one read turn over the pipe; false when the connection closed during it.
   void ReadPipe();
   // In-memory: hands the batch to the peer; false when the peer's queue is full.
@@ -185,6 +186,7 @@ class Http2Connection {
   std::string peer_;
   Status close_reason_;
   size_t read_block_size_;
+  size_t read_size_;  // the next read's block: read_block_size_ grown while reads come back full
   std::chrono::milliseconds handshake_timeout_;
   size_t bytes_received_ = 0;
   std::optional<BdpEstimator> bdp_;

@@ -465,6 +465,53 @@ TEST_F(ConformanceTest, DataBeyondTheAdvertisedWindowIsFlowControlError) {
   EXPECT_TRUE(flow_error);
 }
 
+// Not an RFC rule but what keeps large messages fast: the connection window is large (it is
+// credited as bytes arrive, so it bounds no memory), and once a request's prefix announces a
+// message larger than the stream window, the server opens the window for all of it, so the
+// client sends 1 MiB without waiting for a WINDOW_UPDATE every 64 KiB.
+TEST_F(ConformanceTest, AnnouncedLargeMessageGetsWindowForAllOfIt) {
+  auto conn = Connect();
+  ASSERT_NE(conn, nullptr);
+  const auto increment = [](const ReadFrame& f) -> uint64_t {
+    if (f.payload.size() != 4) return 0;
+    const auto byte = [&](size_t i) { return uint64_t{static_cast<uint8_t>(f.payload[i])}; };
+    return ((byte(0) & 0x7f) << 24) | (byte(1) << 16) | (byte(2) << 8) | byte(3);
+  };
+  EXPECT_TRUE(conn->ExpectAlive());  // the server's opening frames have been read
+  uint64_t connection_window = 65535;
+  for (const ReadFrame& f : conn->frames()) {
+    if (f.type == kWindowUpdate && f.stream_id == 0) connection_window += increment(f);
+  }
+  EXPECT_GE(connection_window, 4u << 20);
+  uint64_t stream_window = conn->server_setting(kInitialWindowSize).value_or(65535);
+  conn->set_frame_observer([&](const ReadFrame& f) {
+    if (f.type == kWindowUpdate && f.stream_id == 1) stream_window += increment(f);
+  });
+
+  const std::string message =
+      GrpcMessage(ZerosRequest(1 << 20, /*response_size=*/1).SerializeAsString());
+  ASSERT_GT(message.size(), stream_window);
+  conn->Send(HeadersFrame(1, kEndHeaders, GrpcRequestBlock(kUnaryPath)));
+  constexpr size_t kFrame = 16384;
+  conn->Send(DataFrame(1, 0, std::string_view(message).substr(0, kFrame)));
+  ASSERT_TRUE(conn->WaitFor([&](const ReadFrame&) { return stream_window >= message.size(); }))
+      << "stream window " << stream_window << " for a message of " << message.size();
+
+  // All the rest at once: within the windows announced, so no error, and the call is answered.
+  std::string rest;
+  for (size_t at = kFrame; at < message.size(); at += kFrame) {
+    const bool last = at + kFrame >= message.size();
+    rest += DataFrame(1, last ? kEndStream : 0, std::string_view(message).substr(at, kFrame));
+  }
+  ASSERT_TRUE(conn->Send(rest));
+  bool error = false;
+  EXPECT_TRUE(conn->WaitFor([&](const ReadFrame& f) {
+    error = f.type == kRstStream || f.type == kGoaway;
+    return error || (f.stream_id == 1 && f.type == kData);
+  }));
+  EXPECT_FALSE(error);
+}
+
 // --- §6.10 CONTINUATION ----------------------------------------------------------------------
 
 TEST_F(ConformanceTest, HeaderBlockInSeveralContinuationsIsAccepted) {

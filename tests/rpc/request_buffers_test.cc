@@ -141,6 +141,9 @@ bool WaitFor(Condition condition) {
   return true;
 }
 
+// The output batch's staging block (src/http2/output_batch.h, kStagingSize).
+constexpr size_t kStagingBlock = 16 * 1024;
+
 class RequestBuffersTest : public ::testing::TestWithParam<Transport> {
  protected:
   void StartServer(std::shared_ptr<ServerInterceptor> interceptor = nullptr) {
@@ -149,7 +152,11 @@ class RequestBuffersTest : public ::testing::TestWithParam<Transport> {
     if (interceptor) setup.interceptors.push_back(std::move(interceptor));
     setup.pool = &server_pool_;
     setup.reactors = &server_reactors_;
-    read_block_size_ = setup.options.read_block_size;
+    // A read block grows up to 8 times the option while reads come back full (rill/server.h);
+    // besides it, the staging block of frames the server is writing may be out (the
+    // WINDOW_UPDATEs it sends while a large request arrives; in-process the client holds that
+    // block until it has read them).
+    max_read_block_ = 8 * setup.options.read_block_size + kStagingBlock;
     server_ = TestServer::Start(GetParam(), setup);
     ASSERT_NE(server_, nullptr);
   }
@@ -163,7 +170,8 @@ class RequestBuffersTest : public ::testing::TestWithParam<Transport> {
 
   // Makes `call` with requests of each size; the handler must have seen the whole request
   // parsed while at most the read block whose bytes completed it (the handler runs inside that
-  // read) was still out, although the request spans many blocks.
+  // read) and the staging block of frames being written were still out, although the request
+  // spans many blocks.
   template <typename Call>
   void ExpectFreedBeforeTheHandler(std::initializer_list<size_t> sizes, Call call) {
     for (size_t size : sizes) {
@@ -175,17 +183,22 @@ class RequestBuffersTest : public ::testing::TestWithParam<Transport> {
       const PoolSnapshot s = service_.snapshot();
       ASSERT_TRUE(s.taken);
       EXPECT_EQ(s.request_body, request.payload().body().size());
-      EXPECT_LE(s.blocks_out, 1u) << size;
-      EXPECT_LE(s.bytes_out, read_block_size_) << size;
+      EXPECT_LE(s.blocks_out, 2u) << size;
+      EXPECT_LE(s.bytes_out, max_read_block_) << size;
     }
   }
 
   // The server's reactor has finished whatever it was doing.
   void DrainServer() { DrainReactor(server_reactors_.reactor(0)); }
-  // Both reactors have: no request or response is in flight anywhere.
+  // Both reactors have: no request or response is in flight anywhere. Draining the server can
+  // make it write once more (flow control: a WINDOW_UPDATE or a window SETTINGS after a BDP
+  // ping's ACK, which in-process hand the client views of the server's blocks), and the
+  // client's answer to that one more reply, so it takes a few rounds.
   void DrainBoth() {
-    DrainReactor(client_reactors_.reactor(0));
-    DrainServer();
+    for (int round = 0; round < 3; ++round) {
+      DrainReactor(client_reactors_.reactor(0));
+      DrainServer();
+    }
   }
 
   void TearDown() override {
@@ -199,7 +212,7 @@ class RequestBuffersTest : public ::testing::TestWithParam<Transport> {
   ReactorPool client_reactors_{{.threads = 1, .cpus = {}}};
   SnapshotService service_{server_pool_, client_reactors_.reactor(0)};
   std::unique_ptr<TestServer> server_;
-  size_t read_block_size_ = 0;
+  size_t max_read_block_ = 0;  // the largest read block, and a staging block
 };
 
 TEST_P(RequestBuffersTest, PooledRequestIsFreedBeforeAPlainHandlerRuns) {
@@ -266,9 +279,10 @@ TEST_P(RequestBuffersTest, RejectedRequestIsFreedWithoutAHandler) {
     EXPECT_EQ(status.code(), StatusCode::kUnauthenticated) << status;
     EXPECT_EQ(status.message(), "no credentials");
     ASSERT_TRUE(interceptor->ended());
-    // Freed by the time the status is decided: at most the read block being processed.
-    EXPECT_LE(interceptor->end_stats().blocks_out, 1u) << size;
-    EXPECT_LE(interceptor->end_stats().bytes_out, read_block_size_) << size;
+    // Freed by the time the status is decided: at most the read block being processed (and
+    // the staging block of frames being written).
+    EXPECT_LE(interceptor->end_stats().blocks_out, 2u) << size;
+    EXPECT_LE(interceptor->end_stats().bytes_out, max_read_block_) << size;
     DrainBoth();
     EXPECT_EQ(server_pool_.Stats().blocks_out, 0u) << size;
     EXPECT_LE(SmallBlocksOutstanding(), small_before) << size;
