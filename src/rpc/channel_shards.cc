@@ -65,10 +65,10 @@ class ChannelShards::Board final : public ShardStateListener,
   void OnShardState(size_t shard, ConnectivityState state) override {
     std::lock_guard lock(mu_);
     states_[shard] = state;
+    cv_.notify_all();  // WaitForAllReady() looks at each shard
     const ConnectivityState combined = Combine(states_);
     if (combined == state_) return;
     state_ = combined;
-    cv_.notify_all();
     // Every listed watcher saw the state just replaced: each completes, from a fresh handler
     // (this runs inside a shard's code).
     for (std::shared_ptr<Watcher>& watcher : watchers_) {
