@@ -94,7 +94,8 @@ struct ChannelOptions {
   // each with its own connections to every address, so that one channel's calls use several
   // cores. 0: one per reactor of the pool. Without a pool, each of them starts a reactor thread
   // of its own (and 0 means 1). A resolver factory (`resolvers`) makes one resolver per
-  // reactor. The default, 1, runs every call on one reactor.
+  // reactor. The default, 1, runs every call on one reactor (as an in-process channel always
+  // does).
   size_t reactor_shards = 1;
   // Blocks for received and sent messages. Null: DefaultBufferPool().
   BufferPool* buffer_pool = nullptr;
