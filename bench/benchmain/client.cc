@@ -284,11 +284,16 @@ rill::Awaitable<void> FinishCancelled(Stream* stream) {
 }  // namespace
 
 struct BenchmarkClient::Connection {
-  explicit Connection(std::shared_ptr<rill::Channel> ch, asio::io_context* r)
-      : channel(ch), stub(std::move(ch)), reactor(r) {}
+  Connection(std::shared_ptr<rill::Channel> ch, std::vector<asio::io_context*> r)
+      : channel(ch), stub(std::move(ch)), reactor(r.front()), reactors(std::move(r)) {}
+  // Where worker `pos` of this channel runs: its shards' reactors in turn.
+  [[nodiscard]] asio::io_context* ReactorFor(std::int64_t pos) const {
+    return reactors[static_cast<std::size_t>(pos) % reactors.size()];
+  }
   std::shared_ptr<rill::Channel> channel;
   BenchmarkService::Stub stub;
-  asio::io_context* reactor;
+  asio::io_context* reactor;               // the first shard's
+  std::vector<asio::io_context*> reactors;  // one per shard
 };
 
 SimpleRequest MakeRequest(std::int64_t req_size, std::int64_t resp_size) {
@@ -336,6 +341,7 @@ rill::StatusOr<std::unique_ptr<BenchmarkClient>> BenchmarkClient::Connect(
     }
     if (options.extra_compressor) channel_options.compressors.push_back(options.extra_compressor);
     if (!options.lb_policy.empty()) channel_options.load_balancing_policy = options.lb_policy;
+    channel_options.reactor_shards = options.channel_shards;
     if (options.keepalive) {
       channel_options.keepalive_time = std::chrono::seconds(10);
       channel_options.keepalive_timeout = std::chrono::seconds(1);
@@ -350,9 +356,15 @@ rill::StatusOr<std::unique_ptr<BenchmarkClient>> BenchmarkClient::Connect(
     if (!(*channel)->WaitForConnected(Clock::now() + kConnectTimeout)) {
       return rill::Status(rill::StatusCode::kUnavailable, "cannot connect to " + options.target);
     }
-    asio::io_context* reactor =
-        &options.reactors->reactor(static_cast<std::size_t>(i) % options.reactors->size());
-    client->connections_.push_back(std::make_unique<Connection>(std::move(*channel), reactor));
+    const std::size_t pool_size = options.reactors->size();
+    std::size_t shards = options.channel_shards == 0 ? pool_size : options.channel_shards;
+    if (options.in_process_server != nullptr) shards = 1;  // in-process channels have one
+    std::vector<asio::io_context*> reactors;
+    for (std::size_t s = 0; s < std::min(shards, pool_size); ++s) {
+      reactors.push_back(&options.reactors->reactor((static_cast<std::size_t>(i) + s) % pool_size));
+    }
+    client->connections_.push_back(
+        std::make_unique<Connection>(std::move(*channel), std::move(reactors)));
   }
   return client;
 }
@@ -375,7 +387,7 @@ rill::Status BenchmarkClient::RunUnary(const WorkloadParams& params,
   std::size_t w = 0;
   for (auto& conn : connections_) {
     for (std::int64_t pos = 0; pos < params.max_concurrent_calls; ++pos, ++w) {
-      group.Spawn(*conn->reactor,
+      group.Spawn(*conn->ReactorFor(pos),
                   UnaryWorker(&conn->stub, params, recorders[w], end, &ops[w], &group));
     }
   }

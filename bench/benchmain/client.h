@@ -66,6 +66,11 @@ struct ClientOptions {
   std::shared_ptr<rill::ChannelCredentials> credentials;
   // Empty: the channel's default (pick_first).
   std::string lb_policy;
+  // ChannelOptions::reactor_shards of every channel: channel i then runs on reactors i,
+  // i + 1, ... (mod size), and its unary workers are spread over them, each calling from its
+  // shard's own reactor. (Streaming workers stay on reactor i; their streams, started from the
+  // calling thread, alternate between the shards.)
+  std::size_t channel_shards = 1;
 };
 
 struct WorkloadParams {

@@ -89,6 +89,7 @@ struct Flags {
   std::string server;
   std::string tls_ca_file;
   std::string lb_policy;
+  std::size_t channel_shards = 1;
   // Observability on the in-process server, to measure what it costs.
   bool stats_handler = false;
   std::string binary_log;
@@ -107,6 +108,7 @@ struct Config {
   std::string server;  // Empty: serve in this process.
   std::string tls_ca_file;  // Non-empty: the client connects to `server` over TLS.
   std::string lb_policy;    // Non-empty: the channels' load-balancing policy.
+  std::size_t channel_shards = 1;  // ChannelOptions::reactor_shards of the client's channels.
   bool stats_handler = false;
   std::string binary_log;
   bool metrics = false;
@@ -353,6 +355,7 @@ rill::StatusOr<Config> Parse(const Flags& flags) {
   config.server = flags.server;
   config.tls_ca_file = flags.tls_ca_file;
   config.lb_policy = flags.lb_policy;
+  config.channel_shards = flags.channel_shards;
   config.stats_handler = flags.stats_handler;
   config.binary_log = flags.binary_log;
   config.metrics = flags.metrics;
@@ -590,6 +593,7 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
       .extra_compressor = f.mode_compressor == "nop" ? std::make_shared<NopCompressor>() : nullptr,
       .credentials = credentials,
       .lb_policy = config.lb_policy,
+      .channel_shards = config.channel_shards,
   };
   auto client = BenchmarkClient::Connect(client_options);
   if (!client.ok()) return client.status();
@@ -761,6 +765,12 @@ int Main(int argc, char** argv) {
   app.add_option("--lbPolicy", flags.lb_policy,
                  "rill: with --server, the channels' load-balancing policy (pick_first, "
                  "round_robin); --server may then list addresses: ipv4:HOST:PORT,HOST:PORT");
+  app.add_option("--channelShards", flags.channel_shards,
+                 "rill: each client channel spreads its calls over this many of the client's "
+                 "reactors (ChannelOptions::reactor_shards; at most --reactors' client count, "
+                 "0 = all of them), with a connection each; unary workers run on those reactors in "
+                 "turn (streaming workers stay on the first, their streams alternate)")
+      ->capture_default_str();
   app.add_option("--tls_ca_file", flags.tls_ca_file,
                  "rill: with --server, connect over TLS, verifying the server against this CA "
                  "bundle (PEM)");

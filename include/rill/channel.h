@@ -32,8 +32,15 @@
 // user still holds keeps what it needs alive and reports the end (Read() false, Finish()
 // CANCELLED).
 //
+// Threads: a channel runs its connections and calls on one reactor (rill/reactor_pool.h), or,
+// with ChannelOptions::reactor_shards, on several: it is then made of that many shards, each on
+// a reactor of its own with its own connections to every address, and each call runs on one of
+// them (the calling thread's own reactor when it is one of them, otherwise the next in turn).
+// Connectivity is then that of the best shard (READY if any is READY, else CONNECTING, else
+// TRANSIENT_FAILURE; IDLE when all are).
+//
 // Thread safety: thread-safe. Calls may be started from any thread; they run on the channel's
-// reactor.
+// reactor (or one of its shards' reactors).
 #ifndef RILL_CHANNEL_H_
 #define RILL_CHANNEL_H_
 
@@ -66,6 +73,7 @@ class LoadBalancingPolicyFactory;
 
 namespace internal {
 class ChannelImpl;
+class ChannelShards;
 }  // namespace internal
 
 enum class ConnectivityState : uint8_t {
@@ -82,6 +90,13 @@ std::string_view ToString(ConnectivityState state) noexcept;
 struct ChannelOptions {
   // Where the channel's connection runs. Null: the channel starts one reactor thread of its own.
   ReactorPool* reactors = nullptr;
+  // Calls of this channel run on this many reactors of `reactors` (at most the pool's size),
+  // each with its own connections to every address, so that one channel's calls use several
+  // cores. 0: one per reactor of the pool. Without a pool, each of them starts a reactor thread
+  // of its own (and 0 means 1). A resolver factory (`resolvers`) makes one resolver per
+  // reactor. The default, 1, runs every call on one reactor (as an in-process channel always
+  // does).
+  size_t reactor_shards = 1;
   // Blocks for received and sent messages. Null: DefaultBufferPool().
   BufferPool* buffer_pool = nullptr;
 
@@ -194,8 +209,9 @@ class Channel {
   Channel& operator=(const Channel&) = delete;
 
   [[nodiscard]] const std::string& target() const noexcept;
-  // Connects now rather than at the first call. Returns true once connected, false if the
-  // deadline passed first. On a reactor thread (where it would block) it returns false at once.
+  // Connects now rather than at the first call. Returns true once connected (with
+  // reactor_shards, once every shard is), false if the deadline passed first. On a reactor
+  // thread (where it would block) it returns false at once.
   bool WaitForConnected(Clock::time_point deadline);
 
   // The channel's state; with `try_to_connect`, an IDLE channel starts connecting.
@@ -220,12 +236,20 @@ class Channel {
  private:
   // The call paths (rill/client_call.h) reach the implementation.
   friend class ChannelAccess;
-  [[nodiscard]] internal::ChannelImpl& impl() noexcept { return *impl_; }
+  // The channel (or the shard) a call started on this thread runs on.
+  [[nodiscard]] internal::ChannelImpl& impl() noexcept {
+    return shards_ == nullptr ? *impl_ : PickShard();
+  }
+  [[nodiscard]] internal::ChannelImpl& PickShard() noexcept;
 
   explicit Channel(internal::ChannelImpl* impl);
+  explicit Channel(std::unique_ptr<internal::ChannelShards> shards);
   void NotifyOnStateChange(ConnectivityState last_observed, Clock::time_point deadline,
                            detail::Completion<void(bool)> done);
-  internal::ChannelImpl* impl_;  // one reference, dropped by the destructor
+  // A lone channel: one reference, dropped by the destructor. Sharded: the first shard (the
+  // set holds the references).
+  internal::ChannelImpl* impl_;
+  std::unique_ptr<internal::ChannelShards> shards_;  // null unless sharded
 };
 
 }  // namespace rill

@@ -7,6 +7,7 @@
 #include "rill/log.h"
 #include "rill/reactor_pool.h"
 #include "src/rpc/channel_impl.h"
+#include "src/rpc/channel_shards.h"
 
 namespace rill {
 
@@ -18,6 +19,12 @@ StatusOr<std::shared_ptr<Channel>> Channel::Create(std::string_view target,
 StatusOr<std::shared_ptr<Channel>> Channel::Create(
     std::string_view target, std::shared_ptr<ChannelCredentials> credentials,
     ChannelOptions options) {
+  if (const size_t count = internal::ChannelShards::CountFor(options); count > 1) {
+    StatusOr<std::unique_ptr<internal::ChannelShards>> shards =
+        internal::ChannelShards::Create(target, options, credentials, count);
+    if (!shards.ok()) return shards.status();
+    return std::shared_ptr<Channel>(new Channel(std::move(*shards)));
+  }
   StatusOr<internal::ChannelImpl*> impl =
       internal::ChannelImpl::Create(target, std::move(options), std::move(credentials));
   if (!impl.ok()) return impl.status();
@@ -26,31 +33,49 @@ StatusOr<std::shared_ptr<Channel>> Channel::Create(
 
 Channel::Channel(internal::ChannelImpl* impl) : impl_(impl) {}
 
+Channel::Channel(std::unique_ptr<internal::ChannelShards> shards)
+    : impl_(&shards->shard(0)), shards_(std::move(shards)) {}
+
 Channel::~Channel() {
   // Off the reactors, wait until the channel's calls are cancelled and its connections closed:
   // when this returns, nothing of the channel runs any more (but what streams still held need),
   // and its pool and reactors may go. On a reactor thread that wait could deadlock: the same
   // happens in the background.
-  impl_->Close(/*wait=*/ReactorPool::Current() == nullptr);
+  const bool wait = ReactorPool::Current() == nullptr;
+  if (shards_ != nullptr) {
+    shards_->Close(wait);
+    shards_.reset();
+    return;
+  }
+  impl_->Close(wait);
   impl_->Unref();
 }
+
+internal::ChannelImpl& Channel::PickShard() noexcept { return shards_->Pick(); }
 
 const std::string& Channel::target() const noexcept { return impl_->target(); }
 
 bool Channel::WaitForConnected(Clock::time_point deadline) {
+  if (shards_ != nullptr) return shards_->WaitForConnected(deadline);
   return impl_->WaitForConnected(deadline);
 }
 
 ConnectivityState Channel::GetState(bool try_to_connect) {
+  if (shards_ != nullptr) return shards_->GetState(try_to_connect);
   return impl_->GetState(try_to_connect);
 }
 
 bool Channel::WaitForStateChange(ConnectivityState last_observed, Clock::time_point deadline) {
+  if (shards_ != nullptr) return shards_->WaitForStateChange(last_observed, deadline);
   return impl_->WaitForStateChange(last_observed, deadline);
 }
 
 void Channel::NotifyOnStateChange(ConnectivityState last_observed, Clock::time_point deadline,
                                   detail::Completion<void(bool)> done) {
+  if (shards_ != nullptr) {
+    shards_->NotifyOnStateChange(last_observed, deadline, std::move(done));
+    return;
+  }
   impl_->NotifyOnStateChange(last_observed, deadline, std::move(done));
 }
 

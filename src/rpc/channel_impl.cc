@@ -18,7 +18,9 @@ namespace {
 
 constexpr std::string_view kRillUserAgent = "rill-cpp/0.1.0";
 
-asio::io_context& ReactorFor(const ChannelOptions& options, std::unique_ptr<ReactorPool>& owned) {
+asio::io_context& ReactorFor(const ChannelOptions& options, asio::io_context* chosen,
+                             std::unique_ptr<ReactorPool>& owned) {
+  if (chosen != nullptr) return *chosen;
   if (options.reactors != nullptr) return options.reactors->Next();
   owned = std::make_unique<ReactorPool>(ReactorPool::Options{.threads = 1, .cpus = {}});
   return owned->reactor(0);
@@ -62,21 +64,25 @@ struct ChannelImpl::StateWatcher {
 ChannelImpl::OwnedReactors::~OwnedReactors() { ReleaseReactorPool(std::move(pool)); }
 
 ChannelImpl::ChannelImpl(std::string target, ChannelOptions options,
-                         std::shared_ptr<ChannelCredentials> credentials)
+                         std::shared_ptr<ChannelCredentials> credentials, ShardSetup shard)
     : target_(std::move(target)),
       options_(std::move(options)),
-      io_context_(&ReactorFor(options_, owned_.pool)),
+      io_context_(&ReactorFor(options_, shard.reactor, owned_.pool)),
       pool_(options_.buffer_pool != nullptr ? options_.buffer_pool : &DefaultBufferPool()),
       compressors_(options_.compressors),
       credentials_(std::move(credentials)),
       resolution_timer_(*io_context_),
       idle_timer_(*io_context_),
       reactor_ref_(this) {
+  shard_ = std::move(shard);
+  if (shard_.count > 1) retry_buffer_limit_ = kMaxRetryBufferBytes / shard_.count;
   keepalive_time_ = options_.keepalive_time;
   user_agent_ = options_.user_agent_prefix.empty()
                     ? std::string(kRillUserAgent)
                     : options_.user_agent_prefix + " " + std::string(kRillUserAgent);
-  channelz_.name = target_;
+  channelz_.name = shard_.count > 1 ? target_ + " (shard " + std::to_string(shard_.index + 1) +
+                                          " of " + std::to_string(shard_.count) + ")"
+                                    : target_;
   channelz_.target = target_;
   channelz::Registry::Get().Register(channelz_);
 }
@@ -84,8 +90,10 @@ ChannelImpl::ChannelImpl(std::string target, ChannelOptions options,
 ChannelImpl::~ChannelImpl() = default;
 
 StatusOr<ChannelImpl*> ChannelImpl::Create(std::string_view target, ChannelOptions options,
-                                           std::shared_ptr<ChannelCredentials> credentials) {
-  auto* impl = new ChannelImpl(std::string(target), std::move(options), std::move(credentials));
+                                           std::shared_ptr<ChannelCredentials> credentials,
+                                           ShardSetup shard) {
+  auto* impl = new ChannelImpl(std::string(target), std::move(options), std::move(credentials),
+                               std::move(shard));
   Status status = impl->Init(target);
   if (!status.ok()) {
     impl->Close(/*wait=*/ReactorPool::Current() == nullptr);
@@ -125,7 +133,9 @@ Status ChannelImpl::Init(std::string_view target) {
       policy = service_config_->load_balancing_policy();
     }
     if (service_config_->retry_throttling()) {
-      retry_throttle_ = std::make_unique<RetryThrottle>(*service_config_->retry_throttling());
+      retry_throttle_ = shard_.retry_throttle != nullptr
+                            ? shard_.retry_throttle
+                            : std::make_shared<RetryThrottle>(*service_config_->retry_throttling());
     }
   }
   lb_policy_ = policy;
@@ -152,12 +162,19 @@ Status ChannelImpl::Init(std::string_view target) {
 }
 
 void ChannelImpl::Close(bool wait) {
+  StartClose(wait);
+  if (wait) AwaitClosed();
+}
+
+void ChannelImpl::StartClose(bool closer_waits) {
   {
     std::lock_guard lock(close_mu_);
-    closer_waits_ = wait;
+    closer_waits_ = closer_waits;
   }
   asio::post(*io_context_, [this, holder = gate_.Enter()] { CloseOnReactor(); });
-  if (!wait) return;
+}
+
+void ChannelImpl::AwaitClosed() {
   std::unique_lock lock(close_mu_);
   close_cv_.wait(lock, [this] { return drained_; });
   lock.unlock();
@@ -203,6 +220,7 @@ void ChannelImpl::SetState(ConnectivityState state) {
     published_state_ = state;
     state_cv_.notify_all();
   }
+  if (shard_.listener != nullptr) shard_.listener->OnShardState(shard_.index, state);
   // Watchers hear of it from fresh handlers: this may run inside a connection's callbacks.
   std::list<std::unique_ptr<StateWatcher>> watchers;
   watchers.swap(watchers_);
@@ -530,15 +548,20 @@ bool ChannelImpl::WaitForConnected(std::chrono::steady_clock::time_point deadlin
         "Channel::WaitForConnected() on a reactor thread would stall it; it returns false");
     return false;
   }
-  asio::post(*io_context_, [this, holder = gate_.Enter()] {
-    want_connection_ = true;
-    if (state_ == ConnectivityState::kIdle) ExitIdle();
-  });
+  Connect();
   std::unique_lock lock(state_mu_);
   return state_cv_.wait_until(lock, deadline, [this] {
     return published_state_ == ConnectivityState::kReady ||
            published_state_ == ConnectivityState::kShutdown;
   }) && published_state_ == ConnectivityState::kReady;
+}
+
+void ChannelImpl::Connect() {
+  asio::post(*io_context_, [this, holder = gate_.Enter()] {
+    if (closed()) return;
+    want_connection_ = true;
+    if (state_ == ConnectivityState::kIdle) ExitIdle();
+  });
 }
 
 }  // namespace rill::internal

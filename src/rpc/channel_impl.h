@@ -15,9 +15,14 @@
 // until it is dropped. An owned reactor thread is joined by whoever drops the last reference,
 // or left to end by itself when that happens on a reactor thread.
 //
-// Thread safety: StartUnary(), StartStream(), WaitForConnected(), GetState(),
-// WaitForStateChange(), NotifyOnStateChange() and Close() may be called from any thread;
-// everything else runs on the channel's reactor.
+// A user's Channel is one ChannelImpl, or several "shards" of one (ChannelShards, for
+// ChannelOptions::reactor_shards), each a complete channel on a reactor of its own that shares
+// only the retry throttle and a K-th of the retry buffer budget with the others, and reports its
+// state changes to the set.
+//
+// Thread safety: StartUnary(), StartStream(), WaitForConnected(), Connect(), GetState(),
+// WaitForStateChange(), NotifyOnStateChange(), Close(), StartClose() and AwaitClosed() may be
+// called from any thread; everything else runs on the channel's reactor.
 #ifndef RILL_SRC_RPC_CHANNEL_IMPL_H_
 #define RILL_SRC_RPC_CHANNEL_IMPL_H_
 
@@ -71,12 +76,35 @@ class PipeEnd;
 class Subchannel;
 class TlsContext;
 
+// Hears a shard's connectivity changes (ChannelShards): called on the shard's reactor, inside
+// its code, so it must only take a short lock and post.
+class ShardStateListener {
+ public:
+  virtual ~ShardStateListener() = default;
+  virtual void OnShardState(size_t shard, ConnectivityState state) = 0;
+};
+
+// What makes a ChannelImpl one of the shards of a user's Channel (rill/channel.h,
+// ChannelOptions::reactor_shards) rather than the whole of it.
+struct ShardSetup {
+  // The reactor the shard runs on; null: as ChannelOptions::reactors says.
+  asio::io_context* reactor = nullptr;
+  size_t index = 0;
+  size_t count = 1;
+  // Told of every state change; null for a lone channel.
+  std::shared_ptr<ShardStateListener> listener;
+  // The throttle the shards share (made by the first one); null: the shard makes its own if
+  // the service config asks for one.
+  std::shared_ptr<RetryThrottle> retry_throttle;
+};
+
 class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper {
  public:
   // A channel to `target` (rill/resolver.h), or INVALID_ARGUMENT for a malformed target or an
   // unknown load-balancing policy. The caller owns the first reference.
   static StatusOr<ChannelImpl*> Create(std::string_view target, ChannelOptions options,
-                                       std::shared_ptr<ChannelCredentials> credentials);
+                                       std::shared_ptr<ChannelCredentials> credentials,
+                                       ShardSetup shard = {});
   // An in-process channel: connections go to `acceptor`'s server through memory.
   static ChannelImpl* CreateInProcess(ChannelOptions options,
                                       std::shared_ptr<InProcessAcceptor> acceptor);
@@ -110,14 +138,18 @@ class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper
   }
   // The channel-wide budget for requests held for retries (gRPC's 16 MiB): a call that does
   // not fit is not retried per policy.
+  // A channel of K shards gives each shard a K-th of it.
   bool ReserveRetryBuffer(size_t bytes) noexcept {
-    if (retry_buffer_bytes_ + bytes > kMaxRetryBufferBytes) return false;
+    if (retry_buffer_bytes_ + bytes > retry_buffer_limit_) return false;
     retry_buffer_bytes_ += bytes;
     return true;
   }
   void ReleaseRetryBuffer(size_t bytes) noexcept { retry_buffer_bytes_ -= bytes; }
   // Null unless the service config asks for retry throttling. Thread-safe.
   [[nodiscard]] RetryThrottle* retry_throttle() const noexcept { return retry_throttle_.get(); }
+  [[nodiscard]] const std::shared_ptr<RetryThrottle>& shared_retry_throttle() const noexcept {
+    return retry_throttle_;
+  }
 
   // Starts a unary call (from any thread). The request is serialized before this returns.
   void StartUnary(const MethodDescriptor& method, ClientContext& context,
@@ -130,6 +162,8 @@ class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper
 
   // Blocks until connected or the deadline passes; false at once on a reactor thread.
   bool WaitForConnected(std::chrono::steady_clock::time_point deadline);
+  // Starts connecting (if IDLE) and keeps the wish until READY; returns at once.
+  void Connect();
   // Connectivity (rill/channel.h).
   ConnectivityState GetState(bool try_to_connect);
   bool WaitForStateChange(ConnectivityState last_observed,
@@ -143,6 +177,10 @@ class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper
   // done on the reactor, so that nothing of the channel runs any more except what streams the
   // user still holds need; otherwise at once. Either way the caller then drops its reference.
   void Close(bool wait);
+  // Close() in two halves, for closing several channels at once: StartClose(true) for each,
+  // then AwaitClosed() for each (never on a reactor thread).
+  void StartClose(bool closer_waits);
+  void AwaitClosed();
 
   // Reactor side.
   [[nodiscard]] Gate& gate() noexcept { return gate_; }
@@ -180,7 +218,7 @@ class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper
   };
 
   ChannelImpl(std::string target, ChannelOptions options,
-              std::shared_ptr<ChannelCredentials> credentials);
+              std::shared_ptr<ChannelCredentials> credentials, ShardSetup shard = {});
   // Sets the resolver up and names the authority; INVALID_ARGUMENT for a bad target or policy.
   Status Init(std::string_view target);
 
@@ -219,9 +257,11 @@ class ChannelImpl : public RefCounted<ChannelImpl>, private LoadBalancer::Helper
   std::shared_ptr<InProcessAcceptor> in_process_;  // null: connect to the resolved addresses
   std::string tls_verify_name_;
   std::optional<ServiceConfig> service_config_;
-  std::unique_ptr<RetryThrottle> retry_throttle_;
+  std::shared_ptr<RetryThrottle> retry_throttle_;  // shared by the shards of one Channel
   static constexpr size_t kMaxRetryBufferBytes = 16 * 1024 * 1024;
+  size_t retry_buffer_limit_ = kMaxRetryBufferBytes;
   size_t retry_buffer_bytes_ = 0;  // reactor-confined
+  ShardSetup shard_;
 
   // Published connectivity, for GetState() and the waits.
   std::mutex state_mu_;
