@@ -173,6 +173,17 @@ class ChannelShardsTest : public ServerTest<PeerCountingService> {
     ServerTest<PeerCountingService>::TearDown();
     reactors_.reset();  // after every channel on it
   }
+  // Connects with `shards` (the option's value) and makes 20 calls: they complete on
+  // `reactors` threads, over as many connections.
+  void ExpectCallsSpreadOver(size_t shards, size_t reactors) {
+    ASSERT_NO_FATAL_FAILURE(Connect(Sharded(shards)));
+    AsyncCalls calls;
+    calls.Start(*stub_, 20);
+    ASSERT_TRUE(calls.WaitFor(20));
+    EXPECT_EQ(calls.ok(), 20);
+    EXPECT_EQ(calls.threads().size(), reactors);
+    EXPECT_EQ(service_.peers().size(), reactors);
+  }
   ChannelOptions Sharded(size_t shards = 2) {
     ChannelOptions options;
     options.reactors = reactors_.get();
@@ -202,33 +213,15 @@ TEST_F(ChannelShardsTest, CallsRunOnEveryReactorOverAConnectionEach) {
 }
 
 TEST_F(ChannelShardsTest, ZeroShardsMeansOnePerReactor) {
-  ASSERT_NO_FATAL_FAILURE(Connect(Sharded(0)));
-  AsyncCalls calls;
-  calls.Start(*stub_, 20);
-  ASSERT_TRUE(calls.WaitFor(20));
-  EXPECT_EQ(calls.ok(), 20);
-  EXPECT_EQ(calls.threads().size(), 2u);
-  EXPECT_EQ(service_.peers().size(), 2u);
+  ExpectCallsSpreadOver(0, 2);
 }
 
 TEST_F(ChannelShardsTest, MoreShardsThanReactorsMeansOnePerReactor) {
-  ASSERT_NO_FATAL_FAILURE(Connect(Sharded(5)));
-  AsyncCalls calls;
-  calls.Start(*stub_, 20);
-  ASSERT_TRUE(calls.WaitFor(20));
-  EXPECT_EQ(calls.ok(), 20);
-  EXPECT_EQ(calls.threads().size(), 2u);
-  EXPECT_EQ(service_.peers().size(), 2u);
+  ExpectCallsSpreadOver(5, 2);
 }
 
 TEST_F(ChannelShardsTest, OneShardKeepsEveryCallOnOneReactor) {
-  ASSERT_NO_FATAL_FAILURE(Connect(Sharded(1)));
-  AsyncCalls calls;
-  calls.Start(*stub_, 20);
-  ASSERT_TRUE(calls.WaitFor(20));
-  EXPECT_EQ(calls.ok(), 20);
-  EXPECT_EQ(calls.threads().size(), 1u);
-  EXPECT_EQ(service_.peers().size(), 1u);
+  ExpectCallsSpreadOver(1, 1);
 }
 
 TEST_F(ChannelShardsTest, ACallStartedInACompletionStaysOnItsThread) {
