@@ -3,6 +3,7 @@
 #include <cstdint>
 
 #include "rill/mem/buffer_pool.h"
+#include "src/base/varint.h"
 
 namespace rill::internal {
 
@@ -19,24 +20,6 @@ enum WireType : uint32_t {
 
 // Groups nest; protobuf stops at 100 levels, and so does the walk.
 constexpr int kMaxGroupDepth = 100;
-
-size_t VarintSize(uint64_t value) {
-  size_t n = 1;
-  while (value >= 0x80) {
-    value >>= 7;
-    ++n;
-  }
-  return n;
-}
-
-std::byte* WriteVarint(uint64_t value, std::byte* out) {
-  while (value >= 0x80) {
-    *out++ = std::byte(static_cast<uint8_t>(value) | 0x80);
-    value >>= 7;
-  }
-  *out++ = std::byte(static_cast<uint8_t>(value));
-  return out;
-}
 
 uint32_t LengthDelimitedTag(uint32_t number) { return (number << 3) | kLengthDelimited; }
 
