@@ -99,9 +99,11 @@ Status EncodeMessage(const google::protobuf::MessageLite& message, const Payload
     return TooLarge(size, max_size);
   }
   // The prefix (unless compressing), the message and the payload's headers in one buffer; the
-  // payload's buffers follow it.
+  // payload's buffers follow it, or, when it is small, a copy of it ends the buffer (the
+  // connection would copy a piece that small into its write batch anyway).
   const size_t prefix = compress ? 0 : kMessagePrefixSize;
-  Buffer head = Buffer::Allocate(prefix + message_size + headers, pool);
+  const size_t inline_payload = payload.size() < kSmallBufferMax ? payload.size() : 0;
+  Buffer head = Buffer::Allocate(prefix + message_size + headers + inline_payload, pool);
   std::byte* data = head.mutable_data();
   if (!compress) WriteMessagePrefix(data, /*compressed=*/false, static_cast<uint32_t>(size));
   auto* begin = reinterpret_cast<uint8_t*>(data + prefix);
@@ -111,7 +113,12 @@ Status EncodeMessage(const google::protobuf::MessageLite& message, const Payload
     payload.Free();
     return Status(StatusCode::kInternal, "message changed while being serialized");
   }
-  WritePayloadHeaders(field, payload.size(), reinterpret_cast<std::byte*>(end));
+  std::byte* payload_at =
+      WritePayloadHeaders(field, payload.size(), reinterpret_cast<std::byte*>(end));
+  if (inline_payload > 0) {
+    payload.CopyTo({payload_at, inline_payload});  // (counted as a copy)
+    payload.Free();
+  }
   if (!compress) {
     out.Append(std::move(head));
     out.Append(std::move(payload));
@@ -204,14 +211,23 @@ Status DecodeMessage(Message&& message, std::string_view encoding,
   Status status = MessageBody(std::move(message), encoding, compressors, max_size, pool, server,
                               body);
   if (!status.ok()) return status;
-  if (!ExtractPayload(field, pool, body, payload)) {
-    body.Free();
-    payload.Free();
-    return Status(StatusCode::kInternal, "failed to parse the message");
+  if (field.empty()) return ParseMessage(std::move(body), out);
+  if (body.size() <= kFlatExtractMax) {
+    // Small: the bytes left are copied flat (a few dozen, typically) and parsed as one array.
+    std::byte kept[kFlatExtractBuffer];
+    size_t kept_size;
+    if (ExtractPayloadFlat(field, body, kept, &kept_size, payload)) {
+      if (kept_size == kNotExtracted) return ParseMessage(std::move(body), out);
+      body.Free();
+      if (out.ParseFromArray(kept, static_cast<int>(kept_size))) return Status();
+    }
+  } else if (ExtractPayload(field, pool, body, payload)) {
+    status = ParseMessage(std::move(body), out);
+    if (status.ok()) return status;
   }
-  status = ParseMessage(std::move(body), out);
-  if (!status.ok()) payload.Free();
-  return status;
+  body.Free();
+  payload.Free();
+  return Status(StatusCode::kInternal, "failed to parse the message");
 }
 
 Status ParseMessage(BufferSlice&& data, google::protobuf::MessageLite& message) {

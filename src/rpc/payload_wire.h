@@ -28,6 +28,16 @@ namespace rill::internal {
 bool ExtractPayload(const PayloadField& field, BufferPool& pool, BufferSlice& message,
                     BufferSlice& payload);
 
+// ExtractPayload for a message of at most kFlatExtractMax bytes, which writes the bytes left
+// flat to `kept` (kFlatExtractBuffer bytes) instead of making views: cheaper for small messages,
+// and protobuf then parses one array. `*kept_size` is kNotExtracted when the message has no such
+// field (nothing was written; the message is parsed as it is).
+inline constexpr size_t kFlatExtractMax = 1024;
+inline constexpr size_t kFlatExtractBuffer = kFlatExtractMax + 15 * PayloadField::kMaxDepth;
+inline constexpr size_t kNotExtracted = ~size_t{0};
+bool ExtractPayloadFlat(const PayloadField& field, const BufferSlice& message, std::byte* kept,
+                        size_t* kept_size, BufferSlice& payload);
+
 // The bytes WritePayloadHeaders writes for a payload of `size` bytes: the tag and length of each
 // field of the path.
 size_t PayloadHeaderSize(const PayloadField& field, size_t size);

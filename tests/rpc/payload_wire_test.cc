@@ -284,6 +284,66 @@ TEST(PayloadWireTest, NeverAcceptsWhatProtobufRejectsNorDisagreesWithIt) {
   EXPECT_GT(accepted, 100u);  // the property was checked on many inputs, not vacuously
 }
 
+// The flat form (small messages) must give what the views give: same verdict, same bytes left,
+// same payload.
+void ExpectFlatAgrees(const PayloadField& field, const std::string& wire,
+                      const std::vector<size_t>& cuts) {
+  ASSERT_LE(wire.size(), kFlatExtractMax);
+  BufferSlice viewed = SliceOf(wire, cuts);
+  BufferSlice viewed_payload;
+  const bool viewed_ok = ExtractPayload(field, DefaultBufferPool(), viewed, viewed_payload);
+  const BufferSlice flat_input = SliceOf(wire, cuts);
+  std::byte kept[kFlatExtractBuffer];
+  size_t kept_size;
+  BufferSlice flat_payload;
+  const bool flat_ok = ExtractPayloadFlat(field, flat_input, kept, &kept_size, flat_payload);
+  ASSERT_EQ(flat_ok, viewed_ok);
+  if (!flat_ok) return;
+  const std::string left = kept_size == kNotExtracted
+                               ? flat_input.Materialize()
+                               : std::string(reinterpret_cast<const char*>(kept), kept_size);
+  EXPECT_EQ(left, viewed.Materialize());
+  EXPECT_EQ(flat_payload.Materialize(), viewed_payload.Materialize());
+}
+
+TEST(PayloadWireTest, FlatExtractionAgreesWithViews) {
+  const std::string wire = FullRequest(40).SerializeAsString();
+  for (size_t cut = 0; cut <= wire.size(); ++cut) {
+    SCOPED_TRACE(cut);
+    ExpectFlatAgrees(kRequestBody, wire, {cut});
+  }
+  std::minstd_rand rng(777);
+  for (int i = 0; i < 3000; ++i) {
+    std::string changed = wire.substr(0, rng() % (wire.size() + 1));
+    if (!changed.empty()) changed[rng() % changed.size()] = static_cast<char>(rng());
+    SCOPED_TRACE(testing::PrintToString(changed));
+    ExpectFlatAgrees(kRequestBody, changed, {changed.size() / 2});
+  }
+  // Nested three deep, rewritten at every level, twice; and the largest flat message.
+  const PayloadField deep{7, 1, 2};
+  std::string inner;
+  inner.push_back(0x12);
+  inner.push_back(0x03);
+  inner += "abc";
+  inner.push_back(0x18);  // field 3 varint
+  inner.push_back(0x01);
+  std::string middle;
+  middle.push_back(0x0a);
+  middle.push_back(static_cast<char>(inner.size()));
+  middle += inner;
+  std::string outer;
+  outer.push_back(0x3a);
+  outer.push_back(static_cast<char>(middle.size()));
+  outer += middle;
+  ExpectFlatAgrees(deep, outer + outer, {3});
+  SimpleRequest largest = FullRequest(0);
+  for (size_t body = kFlatExtractMax; largest.ByteSizeLong() != kFlatExtractMax; --body) {
+    ASSERT_GT(body, 0u);
+    largest.mutable_payload()->set_body(Pattern(body));
+  }
+  ExpectFlatAgrees(kRequestBody, largest.SerializeAsString(), {100, 900});
+}
+
 TEST(PayloadWireTest, AppendedHeadersParseBackAsTheField) {
   const size_t sizes[] = {0, 1, 127, 128, 16383, 16384, (size_t{1} << 21) + 5};
   for (size_t size : sizes) {
