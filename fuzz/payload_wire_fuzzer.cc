@@ -1,6 +1,7 @@
 // Takes a PayloadField out of arbitrary message bytes (src/rpc/payload_wire.h), as a server does
 // with every request of a method that carries one, and checks what the extraction promises:
 //   - no crash, no read past the bytes, whatever they are;
+//   - the flat form used for small messages agrees with the form that makes views;
 //   - on success, the payload is a run of the input's bytes;
 //   - the bytes left hold the field no more: a second extraction finds an empty payload;
 //   - the payload appended back (headers + bytes, as a sender does) is extracted whole again.
@@ -61,7 +62,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   BufferSlice message = SliceOf(message_bytes, message_size, cut);
   BufferSlice payload;
-  if (!ExtractPayload(field, pool, message, payload)) return 0;
+  const bool extracted = ExtractPayload(field, pool, message, payload);
+  if (message_size <= kFlatExtractMax) {
+    // The flat form for small messages agrees: same verdict, same bytes left, same payload.
+    const BufferSlice input = SliceOf(message_bytes, message_size, cut);
+    std::byte kept[kFlatExtractBuffer];
+    size_t kept_size;
+    BufferSlice flat_payload;
+    RILL_CHECK(ExtractPayloadFlat(field, input, kept, &kept_size, flat_payload) == extracted);
+    if (extracted) {
+      const std::string left = kept_size == kNotExtracted
+                                   ? input.Materialize()
+                                   : std::string(reinterpret_cast<const char*>(kept), kept_size);
+      RILL_CHECK(left == message.Materialize());
+      RILL_CHECK(flat_payload.Materialize() == payload.Materialize());
+    }
+  }
+  if (!extracted) return 0;
 
   const std::string input(reinterpret_cast<const char*>(message_bytes), message_size);
   const std::string taken = payload.Materialize();
