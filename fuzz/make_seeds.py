@@ -10,6 +10,9 @@ inbound_queue_fuzzer: DATA payloads of gRPC messages (length-prefixed framing).
 
 decompress_fuzzer: gzip, deflate and zstd messages, whole, tight against the limit, bombs.
 
+payload_wire_fuzzer: serialized messages with the field a path names at each depth, once, twice,
+absent, inside unknown groups, and truncated (see payload_wire_fuzzer.cc for the control bytes).
+
 http2_server_fuzzer: byte streams a gRPC client sends (RFC 9113 frames, header blocks in HPACK
 (RFC 7541) literal-without-indexing form, so no table state is needed), each prefixed with the
 fuzzer's two control bytes (see http2_server_fuzzer.cc).
@@ -267,6 +270,43 @@ def decompress_seeds():
     return seeds
 
 
+def varint(value):
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def ld(number, payload):
+    """A length-delimited field."""
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
+
+
+def payload_wire_seeds():
+    # Control bytes: depth selector, three field numbers (stored as number - 1), the split point.
+    def seed(depth, numbers, message, cut=7):
+        return bytes([depth - 1] + [n - 1 for n in numbers] + [cut]) + message
+
+    body = bytes(range(200))
+    # SimpleRequest { response_size: 9, payload { type: 0, body } , fill_username: true }
+    request = b"\x10\x09" + ld(3, b"\x08\x00" + ld(2, body)) + b"\x20\x01"
+    group = bytes([20 << 3 | 3]) + b"\x08\x01" + ld(3, ld(2, b"hidden")) + bytes([20 << 3 | 4])
+    seeds = {
+        "nested": seed(2, (3, 2, 1), request),
+        "nested_twice": seed(2, (3, 2, 1), request + request[:-2] + ld(3, ld(2, b"second"))),
+        "nested_absent": seed(2, (3, 2, 1), b"\x10\x09\x20\x01"),
+        "top_level": seed(1, (2, 1, 1), b"\x08\x01" + ld(2, body) + b"\x0d" + b"abcd"),
+        "depth_three": seed(3, (7, 1, 2), ld(7, ld(1, ld(2, body)) + b"\x10\x05")),
+        "inside_group": seed(2, (3, 2, 1), group + request),
+        "truncated": seed(2, (3, 2, 1), request[:60]),
+        "empty_body": seed(2, (3, 2, 1), ld(3, ld(2, b""))),
+        "fixed_fields": seed(2, (3, 2, 1), b"\x09" + bytes(8) + b"\x15" + bytes(4) + request),
+    }
+    return seeds
+
+
 def write(corpus, seeds):
     directory = os.path.join(HERE, "corpus", corpus)
     os.makedirs(directory, exist_ok=True)
@@ -281,6 +321,7 @@ def main():
     write("http2_client_fuzzer", http2_client_seeds())
     write("inbound_queue_fuzzer", inbound_queue_seeds())
     write("decompress_fuzzer", decompress_seeds())
+    write("payload_wire_fuzzer", payload_wire_seeds())
 
 
 if __name__ == "__main__":

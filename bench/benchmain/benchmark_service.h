@@ -6,6 +6,11 @@
 //                     .RegisterService(&service).Build();
 //
 // - UnaryCall answers with a payload of `response_size` zero bytes.
+// - The payload bodies travel outside protobuf (rill/payload_field.h), as a user who cares about
+//   large messages would have them: request bodies stay views of the received buffers and are
+//   dropped unread; a unary response's body is a pooled buffer filled per call, a stream's is
+//   filled once and referenced by each response (grpc-go's server reuses one response message
+//   per stream the same way).
 // - StreamingCall is ping-pong: one such response per request until the client half-closes.
 // - With the request metadata `unconstrained-streaming: 1` StreamingCall reads one request to
 //   learn the response size, then discards every further request while it sends responses
@@ -29,8 +34,19 @@ inline constexpr char kUnconstrainedStreamingDelayHeader[] = "unconstrained-stre
 // grpc-go's -preloader: the response size the server prepares once for a whole stream.
 inline constexpr char kPreloadMsgSizeHeader[] = "preload-msg-size";
 
+// SimpleRequest.payload.body and SimpleResponse.payload.body.
+inline constexpr rill::PayloadField kRequestBody{grpc::testing::SimpleRequest::kPayloadFieldNumber,
+                                                 grpc::testing::Payload::kBodyFieldNumber};
+inline constexpr rill::PayloadField kResponseBody{
+    grpc::testing::SimpleResponse::kPayloadFieldNumber, grpc::testing::Payload::kBodyFieldNumber};
+
+// `size` zero bytes in pooled buffers (empty for size <= 0).
+rill::BufferSlice ZeroPayload(int size);
+
 class BenchmarkServiceImpl final : public grpc::testing::BenchmarkService::Service {
  public:
+  BenchmarkServiceImpl();
+
   // Inline on the reactor: no coroutine frame.
   rill::Status UnaryCall(rill::ServerContext& context, const grpc::testing::SimpleRequest& request,
                          grpc::testing::SimpleResponse& response) override;

@@ -133,14 +133,38 @@ rill::Status CallFailed(std::string_view what, const rill::Status& status) {
 
 // --- unary ---------------------------------------------------------------------------------
 
+// A unary worker's request, and its body as a payload when the run carries bodies outside
+// protobuf (the message then has none).
+struct UnaryRequest {
+  explicit UnaryRequest(const WorkloadParams& params)
+      : message(MakeRequest(params.payload_buffers ? 0 : params.req_size, params.resp_size)),
+        body(params.payload_buffers ? ZeroPayload(static_cast<int>(params.req_size))
+                                    : rill::BufferSlice()),
+        payloads(params.payload_buffers) {}
+
+  // Readies `context` for the next call.
+  void Prepare(rill::ClientContext& context, const WorkloadParams& params) const {
+    context.Reset();
+    ApplyCompression(context, params.compression);
+    if (payloads) {
+      context.SetRequestPayload(kRequestBody, body.Ref());
+      context.ReceivePayload(kResponseBody);
+    }
+  }
+
+  SimpleRequest message;
+  rill::BufferSlice body;
+  bool payloads;
+};
+
 rill::Awaitable<void> UnaryWarmup(BenchmarkService::Stub* stub, WorkloadParams params,
                                   TaskGroup* group) {
-  const SimpleRequest request = MakeRequest(params.req_size, params.resp_size);
+  const UnaryRequest unary(params);
+  const SimpleRequest& request = unary.message;
   MessageArena arena;
   rill::ClientContext context;
   for (int i = 0; i < kWarmupCallCount; ++i) {
-    context.Reset();
-    ApplyCompression(context, params.compression);
+    unary.Prepare(context, params);
     rill::Status status = co_await stub->UnaryCall(context, request, arena.Fresh<SimpleResponse>(),
                                                    asio::use_awaitable);
     if (!status.ok()) {
@@ -153,7 +177,8 @@ rill::Awaitable<void> UnaryWarmup(BenchmarkService::Stub* stub, WorkloadParams p
 rill::Awaitable<void> UnaryWorker(BenchmarkService::Stub* stub, WorkloadParams params,
                                   LatencyRecorder* recorder, Clock::time_point end, OpCounter* ops,
                                   TaskGroup* group) {
-  const SimpleRequest request = MakeRequest(params.req_size, params.resp_size);
+  const UnaryRequest unary(params);
+  const SimpleRequest& request = unary.message;
   MessageArena arena;
   rill::ClientContext context;
   Pauser pauser(co_await asio::this_coro::executor, params.sleep_between_rpcs);
@@ -161,8 +186,7 @@ rill::Awaitable<void> UnaryWorker(BenchmarkService::Stub* stub, WorkloadParams p
     if (pauser.enabled()) co_await pauser.Pause();
     const Clock::time_point start = Clock::now();
     if (start > end) break;
-    context.Reset();
-    ApplyCompression(context, params.compression);
+    unary.Prepare(context, params);
     rill::Status status = co_await stub->UnaryCall(context, request, arena.Fresh<SimpleResponse>(),
                                                    asio::use_awaitable);
     const Clock::duration elapsed = Clock::now() - start;

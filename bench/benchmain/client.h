@@ -86,6 +86,10 @@ struct WorkloadParams {
   // compressed) once into a PreparedMessage that every send references, and the streams ask the
   // server, with `preload-msg-size`, to prepare its response once too.
   bool preloader = false;
+  // Unary: the request and response bodies travel outside protobuf (rill/payload_field.h): the
+  // request body is one pooled buffer each call references, the response body stays a view of
+  // the received buffers.
+  bool payload_buffers = true;
 };
 
 // Operations counted in a measured window.

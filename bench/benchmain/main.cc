@@ -90,6 +90,7 @@ struct Flags {
   std::string tls_ca_file;
   std::string lb_policy;
   std::size_t channel_shards = 1;
+  bool payload_buffers = true;
   // Observability on the in-process server, to measure what it costs.
   bool stats_handler = false;
   std::string binary_log;
@@ -109,6 +110,7 @@ struct Config {
   std::string tls_ca_file;  // Non-empty: the client connects to `server` over TLS.
   std::string lb_policy;    // Non-empty: the channels' load-balancing policy.
   std::size_t channel_shards = 1;  // ChannelOptions::reactor_shards of the client's channels.
+  bool payload_buffers = true;      // unary bodies outside protobuf (WorkloadParams)
   bool stats_handler = false;
   std::string binary_log;
   bool metrics = false;
@@ -356,6 +358,7 @@ rill::StatusOr<Config> Parse(const Flags& flags) {
   config.tls_ca_file = flags.tls_ca_file;
   config.lb_policy = flags.lb_policy;
   config.channel_shards = flags.channel_shards;
+  config.payload_buffers = flags.payload_buffers;
   config.stats_handler = flags.stats_handler;
   config.binary_log = flags.binary_log;
   config.metrics = flags.metrics;
@@ -606,6 +609,7 @@ rill::Status RunOne(std::string_view mode, int run, const Features& f,
       .sleep_between_rpcs = f.sleep_between_rpcs,
       .compression = f.mode_compressor == "off" ? "" : f.mode_compressor,
       .preloader = f.enable_preloader,
+      .payload_buffers = config.payload_buffers,
   };
 
   const bool unconstrained = mode == "unconstrained";
@@ -765,6 +769,10 @@ int Main(int argc, char** argv) {
   app.add_option("--lbPolicy", flags.lb_policy,
                  "rill: with --server, the channels' load-balancing policy (pick_first, "
                  "round_robin); --server may then list addresses: ipv4:HOST:PORT,HOST:PORT");
+  app.add_option("--payloadBuffers", flags.payload_buffers,
+                 "rill: unary request and response bodies travel outside protobuf, as pooled "
+                 "buffers (rill/payload_field.h); false: in the protobuf messages")
+      ->capture_default_str();
   app.add_option("--channelShards", flags.channel_shards,
                  "rill: each client channel spreads its calls over this many of the client's "
                  "reactors (ChannelOptions::reactor_shards; at most --reactors' client count, "

@@ -23,12 +23,15 @@
 #include <string>
 #include <string_view>
 
+#include "rill/mem/buffer_slice.h"
 #include "rill/metadata.h"
+#include "rill/payload_field.h"
 
 namespace rill {
 class CallCredentials;
 namespace internal {
 class ClientCall;
+struct ClientPayloadAccess;
 }  // namespace internal
 
 class ClientContext {
@@ -61,6 +64,27 @@ class ClientContext {
   // Whether the last response message received was compressed (valid after it was read).
   [[nodiscard]] bool response_compressed() const noexcept { return response_compressed_; }
 
+  // Payloads (rill/payload_field.h): bytes carried outside protobuf, as pooled buffers.
+  //
+  //   ctx.SetRequestPayload(kBody, std::move(bytes));   // request.payload().body() left empty
+  //   ctx.ReceivePayload(kBody);
+  //   rill::Status s = stub.UnaryCall(ctx, request, &response);
+  //   rill::BufferSlice reply = ctx.TakeResponsePayload();   // views of the received buffers
+  //
+  // `payload` is sent as `field` of the next request message written (unary: the request),
+  // replacing what the message holds there; it is taken when the message is serialized, on the
+  // calling thread.
+  void SetRequestPayload(const PayloadField& field, BufferSlice payload) noexcept {
+    request_payload_field_ = field;
+    request_payload_ = std::move(payload);
+  }
+  // Takes `field` out of every response message: the last one read leaves its bytes in
+  // response_payload() (valid once the read or the call completed; empty when the message had
+  // no such field). Set before the call starts.
+  void ReceivePayload(const PayloadField& field) noexcept { response_payload_field_ = field; }
+  [[nodiscard]] const BufferSlice& response_payload() const noexcept { return response_payload_; }
+  [[nodiscard]] BufferSlice TakeResponsePayload() noexcept { return std::move(response_payload_); }
+
   // Overrides the :authority header (default: the channel's authority).
   void set_authority(std::string_view authority) { authority_ = authority; }
   [[nodiscard]] std::string_view authority() const noexcept { return authority_; }
@@ -91,12 +115,13 @@ class ClientContext {
     return credentials_;
   }
 
-  // Makes the context reusable for another call (metadata, deadline and results cleared;
-  // capacity kept).
+  // Makes the context reusable for another call (metadata, deadline, payloads and results
+  // cleared; capacity kept).
   void Reset();
 
  private:
   friend class internal::ClientCall;
+  friend struct internal::ClientPayloadAccess;
 
   Metadata metadata_;
   Metadata initial_metadata_;
@@ -106,6 +131,10 @@ class ClientContext {
   std::string peer_;
   std::string compression_;
   std::shared_ptr<CallCredentials> credentials_;
+  PayloadField request_payload_field_;
+  PayloadField response_payload_field_;
+  BufferSlice request_payload_;
+  BufferSlice response_payload_;
   bool response_compressed_ = false;
   int8_t wait_for_ready_ = -1;  // -1: the channel's default
 

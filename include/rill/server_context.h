@@ -27,6 +27,7 @@
 #include <string_view>
 
 #include "rill/credentials.h"
+#include "rill/mem/buffer_slice.h"
 #include "rill/metadata.h"
 #include "rill/status.h"
 
@@ -105,6 +106,22 @@ class ServerContext {
   void set_compression(std::string_view encoding) { response_encoding_.assign(encoding); }
   [[nodiscard]] std::string_view compression() const noexcept { return response_encoding_; }
 
+  // Payloads (rill/payload_field.h), when the service named the method's payload fields
+  // (Service::CarryPayload). The request payload is that of the last request message read (unary:
+  // the request): views of the received buffers, kept until the next message is read or the call
+  // ends; take it to keep it longer or to send it on.
+  //
+  //   rill::BufferSlice body = ctx.TakeRequestPayload();   // request.payload().body() is empty
+  //   ctx.SetResponsePayload(std::move(body));             // an echo: no byte copied
+  [[nodiscard]] const BufferSlice& request_payload() const noexcept { return request_payload_; }
+  [[nodiscard]] BufferSlice TakeRequestPayload() noexcept { return std::move(request_payload_); }
+  // Sent as the response payload field with the next response message written (unary: the
+  // response), replacing what the message holds there; one set before and not yet sent is
+  // dropped. Ignored when the method names no response payload field.
+  void SetResponsePayload(BufferSlice payload) noexcept {
+    response_payload_ = std::move(payload);
+  }
+
   // The reactor this call runs on (for co_spawn, timers, and coming back from other threads).
   [[nodiscard]] asio::io_context& io_context() const noexcept;
 
@@ -123,6 +140,8 @@ class ServerContext {
   std::string request_encoding_;
   std::string client_accept_encoding_;
   std::string response_encoding_;
+  BufferSlice request_payload_;
+  BufferSlice response_payload_;
   bool request_compressed_ = false;
   bool cancelled_ = false;
   bool run_async_ = false;  // set by a generated sync stub that was not overridden

@@ -34,6 +34,7 @@
 #include <google/protobuf/arena.h>
 
 #include "rill/awaitable.h"
+#include "rill/payload_field.h"
 #include "rill/server_context.h"
 #include "rill/status.h"
 
@@ -72,6 +73,15 @@ class MethodHandler {
   // "/package.Service/Method".
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
   [[nodiscard]] RpcKind kind() const noexcept { return kind_; }
+  // The fields its messages carry outside protobuf (Service::CarryPayload); empty: none.
+  [[nodiscard]] const PayloadField& request_payload() const noexcept { return request_payload_; }
+  [[nodiscard]] const PayloadField& response_payload() const noexcept {
+    return response_payload_;
+  }
+  void set_payload_fields(const PayloadField& request, const PayloadField& response) noexcept {
+    request_payload_ = request;
+    response_payload_ = response;
+  }
 
   // A request / response message owned by `arena`.
   virtual MessageLite* NewRequest(Arena* arena) const = 0;
@@ -89,6 +99,8 @@ class MethodHandler {
  private:
   std::string path_;
   RpcKind kind_;
+  PayloadField request_payload_;
+  PayloadField response_payload_;
 };
 
 // Shared by the typed handlers: the message factories.
@@ -152,6 +164,20 @@ class Service {
   [[nodiscard]] const google::protobuf::ServiceDescriptor* descriptor() const {
     return descriptor_ != nullptr ? descriptor_() : nullptr;
   }
+
+  // Carries `request`'s and `response`'s bytes outside protobuf for `method` (its name in the
+  // .proto, e.g. "UnaryCall"): handlers find the request's in ServerContext::request_payload()
+  // and give the response's with ServerContext::SetResponsePayload() (rill/payload_field.h).
+  // Either may be empty. Call it before the server is built, typically in the constructor of the
+  // class that implements the generated service. Throws std::invalid_argument when the service
+  // has no such method.
+  //
+  //   EchoService() {
+  //     constexpr rill::PayloadField kBody{Chunk::kDataFieldNumber};
+  //     CarryPayload("Echo", kBody, kBody);
+  //   }
+  void CarryPayload(std::string_view method, const PayloadField& request,
+                    const PayloadField& response);
 
  protected:
   // Finds the service's descriptor; called only when asked for, so that building a service

@@ -22,12 +22,15 @@
 #include "rill/mem/buffer_slice.h"
 #include "rill/metadata.h"
 #include "rill/status.h"
+#include "src/base/varint.h"
 
 namespace rill {
 
 namespace {
 
 namespace pb = grpc::binarylog::v1;
+using internal::VarintSize;
+using internal::WriteVarint;
 using Limits = BinaryLogFilter::Limits;
 
 Status BadFilter(std::string_view clause, std::string_view why) {
@@ -126,24 +129,6 @@ bool SetMetadata(const Metadata* metadata, uint32_t limit, pb::Metadata* out) {
     entry->mutable_value()->assign(value);
   }
   return truncated;
-}
-
-size_t VarintSize(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
-
-std::byte* WriteVarint(uint64_t v, std::byte* out) {
-  while (v >= 0x80) {
-    *out++ = std::byte(static_cast<uint8_t>(v) | 0x80);
-    v >>= 7;
-  }
-  *out++ = std::byte(static_cast<uint8_t>(v));
-  return out;
 }
 
 // One call's logging state: the handler's tag. Recycled per thread (a call's events all run on

@@ -243,8 +243,10 @@ void ChannelImpl::StartUnary(const MethodDescriptor& method, ClientContext& cont
   if (!compression.empty() && compression != "identity") {
     compressor = compressors_.Find(compression);
   }
-  Status encoded = EncodeMessage(request, compressor, options_.min_compress_size,
-                                 options_.max_send_message_size, *pool_, bytes);
+  Status encoded = EncodeMessage(request, ClientPayloadAccess::request_field(context),
+                                 ClientPayloadAccess::TakeRequest(context), compressor,
+                                 options_.min_compress_size, options_.max_send_message_size,
+                                 *pool_, bytes);
   auto start = [this, &method, &context, response, bytes = std::move(bytes),
                 encoded = std::move(encoded), done = std::move(done)](bool inline_start) mutable {
     ClientCall* call = AcquireCall();

@@ -35,6 +35,10 @@ void ClientContext::Reset() {
   peer_.clear();
   compression_.clear();
   credentials_.reset();
+  request_payload_field_ = PayloadField();
+  response_payload_field_ = PayloadField();
+  request_payload_.Free();
+  response_payload_.Free();
   response_compressed_ = false;
   wait_for_ready_ = -1;
   cancelled_ = false;
@@ -224,6 +228,8 @@ void ClientCall::InitCommon(const MethodDescriptor& method, ClientContext& conte
   context.initial_metadata_.Clear();
   context.trailing_metadata_.Clear();
   context.response_compressed_ = false;
+  response_payload_field_ = context.response_payload_field_;
+  context.response_payload_.Free();
   const auto& handlers = channel_.options().stats_handlers;
   stats_.Start(handlers.empty() ? nullptr : &handlers, /*client=*/true, channel_.pool());
   if (stats_.active()) stats_.Describe(method.path, channel_.authority(), std::chrono::nanoseconds(-1));
@@ -618,7 +624,8 @@ Status ClientCall::StatusFromResponse() {
   context_->response_compressed_ = message.compressed;
   return DecodeMessage(std::move(message), response_encoding_, channel_.compressors(),
                        channel_.options().max_receive_message_size, channel_.pool(),
-                       /*server=*/false, *response_);
+                       /*server=*/false, response_payload_field_, *response_,
+                       context_->response_payload_);
 }
 
 void ClientCall::OnStreamClosed(uint32_t error_code) {
@@ -1062,9 +1069,14 @@ void ClientCall::TryRead() {
       last_compressed_ = next.compressed;
       WithContext([&](ClientContext& context) { context.response_compressed_ = next.compressed; });
     }
+    BufferSlice payload;
     Status status = DecodeMessage(std::move(next), response_encoding_, channel_.compressors(),
                                   channel_.options().max_receive_message_size, channel_.pool(),
-                                  /*server=*/false, *read_message_);
+                                  /*server=*/false, response_payload_field_, *read_message_,
+                                  payload);
+    if (!response_payload_field_.empty()) {
+      WithContext([&](ClientContext& context) { context.response_payload_ = std::move(payload); });
+    }
     ok = status.ok();
     if (!ok) {
       // Cancel completes the call, and completion retries TryRead: hand this read its answer
@@ -1109,9 +1121,15 @@ void ClientCall::TryFinish() {
       status = Status(StatusCode::kInternal, "server sent no response message");
     } else {
       Message message = inbound_.Pop(nullptr, stream_id_);
+      BufferSlice payload;
       status = DecodeMessage(std::move(message), response_encoding_, channel_.compressors(),
                              channel_.options().max_receive_message_size, channel_.pool(),
-                             /*server=*/false, *finish_response_);
+                             /*server=*/false, response_payload_field_, *finish_response_,
+                             payload);
+      if (!response_payload_field_.empty()) {
+        WithContext(
+            [&](ClientContext& context) { context.response_payload_ = std::move(payload); });
+      }
       if (status.ok() && !inbound_.empty()) {
         status = Status(StatusCode::kInternal, "server sent more than one response message");
       }

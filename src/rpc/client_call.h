@@ -58,6 +58,16 @@ namespace rill::internal {
 class ChannelImpl;
 class ClientTransport;
 
+// The request payload a context holds for the next message written (rill/payload_field.h).
+struct ClientPayloadAccess {
+  static const PayloadField& request_field(const ClientContext& context) noexcept {
+    return context.request_payload_field_;
+  }
+  static BufferSlice TakeRequest(ClientContext& context) noexcept {
+    return std::move(context.request_payload_);
+  }
+};
+
 class ClientCall : public RefCounted<ClientCall> {
  public:
   explicit ClientCall(ChannelImpl& channel);
@@ -256,6 +266,7 @@ class ClientCall : public RefCounted<ClientCall> {
   Metadata stream_initial_metadata_;
   Metadata stream_trailing_metadata_;
   bool last_compressed_ = false;  // what the context last heard of response compression
+  PayloadField response_payload_field_;  // the context's, copied at the start
 
   // Streaming state.
   static constexpr size_t kWriteQuota = 64 * 1024;

@@ -39,7 +39,9 @@ void InstallCancellation(detail::Completion<Signature>& done, ClientCall* call) 
 class ClientStream final : public ClientStreamCore {
  public:
   ClientStream(ChannelImpl& channel, const MethodDescriptor& method, ClientContext& context)
-      : channel_(&channel), call_(RefPtr<ClientCall>::Adopt(new ClientCall(channel))) {
+      : channel_(&channel),
+        call_(RefPtr<ClientCall>::Adopt(new ClientCall(channel))),
+        context_(&context) {
     call_->InitStream(method, context);
     Status prepared = call_->Prepare();
     // The reactor's own reference to the call; it lets go once the call is over there.
@@ -70,8 +72,10 @@ class ClientStream final : public ClientStreamCore {
         message.prepared != nullptr
             ? EncodePrepared(*message.prepared, compressor, o.min_compress_size,
                              o.max_send_message_size, channel_->pool(), bytes)
-            : EncodeMessage(*message.message, compressor, o.min_compress_size,
-                            o.max_send_message_size, channel_->pool(), bytes);
+            : EncodeMessage(*message.message, ClientPayloadAccess::request_field(*context_),
+                            ClientPayloadAccess::TakeRequest(*context_), compressor,
+                            o.min_compress_size, o.max_send_message_size, channel_->pool(),
+                            bytes);
     InstallCancellation(done, call_.get());
     OnReactor([call = call_, bytes = std::move(bytes), status = std::move(status), last,
                done = std::move(done)]() mutable {
@@ -111,6 +115,7 @@ class ClientStream final : public ClientStreamCore {
 
   RefPtr<ChannelImpl> channel_;
   RefPtr<ClientCall> call_;
+  ClientContext* context_;  // the caller's; writes take its request payload
 };
 
 // Waits on the calling thread for one completion.

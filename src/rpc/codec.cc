@@ -7,6 +7,7 @@
 
 #include "rill/mem/buffer_pool.h"
 #include "rill/mem/protobuf_streams.h"
+#include "src/rpc/payload_wire.h"
 
 namespace rill::internal {
 
@@ -77,6 +78,57 @@ Status EncodeMessage(const google::protobuf::MessageLite& message, Compressor* c
                           nullptr);
 }
 
+Status EncodeMessage(const google::protobuf::MessageLite& message, const PayloadField& field,
+                     BufferSlice&& payload, Compressor* compressor, size_t min_compress_size,
+                     size_t max_size, BufferPool& pool, BufferSlice& out) {
+  if (field.empty() || payload.empty()) {
+    payload.Free();
+    return EncodeMessage(message, compressor, min_compress_size, max_size, pool, out);
+  }
+  const size_t message_size = message.ByteSizeLong();
+  const size_t headers = PayloadHeaderSize(field, payload.size());
+  const size_t size = message_size + headers + payload.size();
+  if (size > std::numeric_limits<uint32_t>::max()) {
+    payload.Free();
+    return Status(StatusCode::kResourceExhausted,
+                  "message of " + std::to_string(size) + " bytes cannot be sent");
+  }
+  const bool compress = compressor != nullptr && size >= min_compress_size;
+  if (!compress && size > max_size) {
+    payload.Free();
+    return TooLarge(size, max_size);
+  }
+  // The prefix (unless compressing), the message and the payload's headers in one buffer; the
+  // payload's buffers follow it, or, when it is small, a copy of it ends the buffer (the
+  // connection would copy a piece that small into its write batch anyway).
+  const size_t prefix = compress ? 0 : kMessagePrefixSize;
+  const size_t inline_payload = payload.size() < kSmallBufferMax ? payload.size() : 0;
+  Buffer head = Buffer::Allocate(prefix + message_size + headers + inline_payload, pool);
+  std::byte* data = head.mutable_data();
+  if (!compress) WriteMessagePrefix(data, /*compressed=*/false, static_cast<uint32_t>(size));
+  auto* begin = reinterpret_cast<uint8_t*>(data + prefix);
+  // ByteSizeLong() cached the sizes; this pass only writes.
+  uint8_t* end = message.SerializeWithCachedSizesToArray(begin);
+  if (static_cast<size_t>(end - begin) != message_size) {
+    payload.Free();
+    return Status(StatusCode::kInternal, "message changed while being serialized");
+  }
+  std::byte* payload_at =
+      WritePayloadHeaders(field, payload.size(), reinterpret_cast<std::byte*>(end));
+  if (inline_payload > 0) {
+    payload.CopyTo({payload_at, inline_payload});  // (counted as a copy)
+    payload.Free();
+  }
+  if (!compress) {
+    out.Append(std::move(head));
+    out.Append(std::move(payload));
+    return Status();
+  }
+  BufferSlice plain(std::move(head));
+  plain.Append(std::move(payload));
+  return AppendCompressed(std::move(plain), *compressor, max_size, pool, out, nullptr);
+}
+
 Status EncodePrepared(const PreparedMessage& prepared, Compressor* compressor,
                       size_t min_compress_size, size_t max_size, BufferPool& pool,
                       BufferSlice& out) {
@@ -102,10 +154,15 @@ Status EncodePrepared(const PreparedMessage& prepared, Compressor* compressor,
   return Status();
 }
 
-Status DecodeMessage(Message&& message, std::string_view encoding,
-                     const CompressorSet& compressors, size_t max_size, BufferPool& pool,
-                     bool server, google::protobuf::MessageLite& out) {
-  if (!message.compressed) return ParseMessage(std::move(message.body), out);
+namespace {
+
+// The body of a received message, decompressed when its flag says so. Frees the compressed bytes.
+Status MessageBody(Message&& message, std::string_view encoding, const CompressorSet& compressors,
+                   size_t max_size, BufferPool& pool, bool server, BufferSlice& body) {
+  if (!message.compressed) {
+    body = std::move(message.body);
+    return Status();
+  }
   if (encoding.empty() || encoding == "identity") {
     message.body.Free();
     return Status(StatusCode::kInternal,
@@ -118,10 +175,10 @@ Status DecodeMessage(Message&& message, std::string_view encoding,
                   "message compressed with unsupported encoding \"" + std::string(encoding) +
                       "\"");
   }
-  BufferSlice plain;
-  Status status = compressor->Decompress(message.body, pool, max_size, plain);
+  Status status = compressor->Decompress(message.body, pool, max_size, body);
   message.body.Free();  // the compressed bytes go back as soon as they are expanded
   if (!status.ok()) {
+    body.Free();
     if (status.code() == StatusCode::kResourceExhausted) {
       return Status(StatusCode::kResourceExhausted,
                     "message larger than max (" + std::to_string(max_size) +
@@ -129,7 +186,48 @@ Status DecodeMessage(Message&& message, std::string_view encoding,
     }
     return status;
   }
-  return ParseMessage(std::move(plain), out);
+  return Status();
+}
+
+}  // namespace
+
+Status DecodeMessage(Message&& message, std::string_view encoding,
+                     const CompressorSet& compressors, size_t max_size, BufferPool& pool,
+                     bool server, google::protobuf::MessageLite& out) {
+  if (!message.compressed) return ParseMessage(std::move(message.body), out);
+  BufferSlice body;
+  Status status = MessageBody(std::move(message), encoding, compressors, max_size, pool, server,
+                              body);
+  if (!status.ok()) return status;
+  return ParseMessage(std::move(body), out);
+}
+
+Status DecodeMessage(Message&& message, std::string_view encoding,
+                     const CompressorSet& compressors, size_t max_size, BufferPool& pool,
+                     bool server, const PayloadField& field, google::protobuf::MessageLite& out,
+                     BufferSlice& payload) {
+  payload.Free();
+  BufferSlice body;
+  Status status = MessageBody(std::move(message), encoding, compressors, max_size, pool, server,
+                              body);
+  if (!status.ok()) return status;
+  if (field.empty()) return ParseMessage(std::move(body), out);
+  if (body.size() <= kFlatExtractMax) {
+    // Small: the bytes left are copied flat (a few dozen, typically) and parsed as one array.
+    std::byte kept[kFlatExtractBuffer];
+    size_t kept_size;
+    if (ExtractPayloadFlat(field, body, kept, &kept_size, payload)) {
+      if (kept_size == kNotExtracted) return ParseMessage(std::move(body), out);
+      body.Free();
+      if (out.ParseFromArray(kept, static_cast<int>(kept_size))) return Status();
+    }
+  } else if (ExtractPayload(field, pool, body, payload)) {
+    status = ParseMessage(std::move(body), out);
+    if (status.ok()) return status;
+  }
+  body.Free();
+  payload.Free();
+  return Status(StatusCode::kInternal, "failed to parse the message");
 }
 
 Status ParseMessage(BufferSlice&& data, google::protobuf::MessageLite& message) {

@@ -15,6 +15,7 @@
 
 #include "rill/compression.h"
 #include "rill/mem/buffer_slice.h"
+#include "rill/payload_field.h"
 #include "rill/prepared_message.h"
 #include "rill/status.h"
 #include "src/rpc/compressor_set.h"
@@ -41,6 +42,14 @@ Status EncodeMessage(const google::protobuf::MessageLite& message, Compressor* c
                      size_t min_compress_size, size_t max_size, BufferPool& pool,
                      BufferSlice& out);
 
+// EncodeMessage for a message that carries `payload` as `field` (rill/payload_field.h): the
+// message is serialized as it is, then the field's headers and the payload's buffers (moved, not
+// copied) follow it. The limit and compression apply to the whole. With an empty field or payload
+// this is EncodeMessage.
+Status EncodeMessage(const google::protobuf::MessageLite& message, const PayloadField& field,
+                     BufferSlice&& payload, Compressor* compressor, size_t min_compress_size,
+                     size_t max_size, BufferPool& pool, BufferSlice& out);
+
 // What a stream needs of a PreparedMessage.
 struct PreparedMessageAccess {
   static const BufferSlice& framed(const PreparedMessage& m) noexcept { return m.framed_; }
@@ -64,6 +73,14 @@ Status EncodePrepared(const PreparedMessage& prepared, Compressor* compressor,
 Status DecodeMessage(Message&& message, std::string_view encoding,
                      const CompressorSet& compressors, size_t max_size, BufferPool& pool,
                      bool server, google::protobuf::MessageLite& out);
+
+// DecodeMessage for a message that carries `field` (rill/payload_field.h): after decompression
+// the field's bytes are moved to `payload` (views of the received buffers; empty when the field
+// is absent) and the rest is parsed. A malformed message is INTERNAL, as protobuf's own failure.
+Status DecodeMessage(Message&& message, std::string_view encoding,
+                     const CompressorSet& compressors, size_t max_size, BufferPool& pool,
+                     bool server, const PayloadField& field, google::protobuf::MessageLite& out,
+                     BufferSlice& payload);
 
 // Parses `data` (the message body, without prefix) into `message` and frees `data`.
 // INTERNAL when the bytes are not a valid message.

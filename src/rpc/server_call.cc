@@ -47,6 +47,8 @@ void ServerContext::Reset() {
   request_encoding_.clear();
   client_accept_encoding_.clear();
   response_encoding_.clear();
+  request_payload_.Free();
+  response_payload_.Free();
   request_compressed_ = false;
   cancelled_ = false;
   run_async_ = false;
@@ -392,7 +394,8 @@ void ServerCall::RunUnary() {
   const ServerImpl& server = transport_->server();
   status = DecodeMessage(std::move(request), context_.request_encoding_, server.compressors(),
                          server.options().max_receive_message_size, server.pool(),
-                         /*server=*/true, *request_message_);
+                         /*server=*/true, method_->request_payload(), *request_message_,
+                         context_.request_payload_);
   if (!status.ok()) {
     FinishUnary(std::move(status));
     return;
@@ -452,9 +455,13 @@ void ServerCall::FinishUnary(Status status) {
   BufferSlice response;
   if (status.ok()) {
     const ServerOptions& options = transport_->server().options();
-    status = EncodeMessage(*response_message_, ResponseCompressor(), options.min_compress_size,
-                           options.max_send_message_size, transport_->server().pool(), response);
+    status = EncodeMessage(*response_message_, method_->response_payload(),
+                           std::move(context_.response_payload_), ResponseCompressor(),
+                           options.min_compress_size, options.max_send_message_size,
+                           transport_->server().pool(), response);
   }
+  context_.request_payload_.Free();
+  context_.response_payload_.Free();
   arena_.Reset();
   request_message_ = response_message_ = nullptr;
   if (status.ok() && SendHeadersIfNeeded()) {
@@ -707,6 +714,8 @@ void ServerCall::MaybeRelease() {
     }
   }
   released_ = true;
+  context_.request_payload_.Free();  // the received buffers go back now, not at the next call
+  context_.response_payload_.Free();
   if (awaiting_handler_) {
     awaiting_handler_ = false;
     transport_->AdmissionEnded();
@@ -770,9 +779,10 @@ Awaitable<bool> ServerCall::Read(google::protobuf::MessageLite* message) {
       Flush();  // the window credit goes out
       context_.request_compressed_ = next.compressed;
       const ServerImpl& server = transport_->server();
-      Status status = DecodeMessage(std::move(next), context_.request_encoding_,
-                                    server.compressors(), server.options().max_receive_message_size,
-                                    server.pool(), /*server=*/true, *message);
+      Status status = DecodeMessage(
+          std::move(next), context_.request_encoding_, server.compressors(),
+          server.options().max_receive_message_size, server.pool(), /*server=*/true,
+          method_->request_payload(), *message, context_.request_payload_);
       if (!status.ok()) {
         Fail(200, std::move(status));
         co_return false;
@@ -797,8 +807,10 @@ Awaitable<bool> ServerCall::WriteOutgoing(OutgoingMessage message, WriteOptions 
       message.prepared != nullptr
           ? EncodePrepared(*message.prepared, compressor, server_options.min_compress_size,
                            server_options.max_send_message_size, pool, bytes)
-          : EncodeMessage(*message.message, compressor, server_options.min_compress_size,
-                          server_options.max_send_message_size, pool, bytes);
+          : EncodeMessage(*message.message, method_->response_payload(),
+                          std::move(context_.response_payload_), compressor,
+                          server_options.min_compress_size, server_options.max_send_message_size,
+                          pool, bytes);
   if (!status.ok()) {
     Fail(200, std::move(status));
     co_return false;

@@ -1,5 +1,7 @@
 #include "rill/service.h"
 
+#include <stdexcept>
+
 namespace rill::detail {
 
 // The defaults answer for a method whose kind does not use them; generated handlers override
@@ -19,3 +21,20 @@ Awaitable<Status> MethodHandler::RunStream(ServerContext&, internal::ServerStrea
 }
 
 }  // namespace rill::detail
+
+namespace rill {
+
+void Service::CarryPayload(std::string_view method, const PayloadField& request,
+                           const PayloadField& response) {
+  for (const auto& handler : methods_) {
+    const std::string& path = handler->path();
+    const size_t slash = path.rfind('/');
+    if (std::string_view(path).substr(slash + 1) == method) {
+      handler->set_payload_fields(request, response);
+      return;
+    }
+  }
+  throw std::invalid_argument("service " + name_ + " has no method " + std::string(method));
+}
+
+}  // namespace rill

@@ -14,6 +14,9 @@
 // unimplemented_method and unimplemented_service cases see both of rill's UNIMPLEMENTED paths
 // (a registered service's default handler, an unknown service).
 //
+// UnaryCall carries its bodies outside protobuf (rill/payload_field.h), so every interop client
+// exercises that path: the response body is a pooled buffer appended to the serialized message.
+//
 // The unary handlers run inline on the reactor; the streaming ones are coroutines that wait on
 // asio::steady_timer for interval_us. When a FullDuplexCall handler learns that its call was
 // cancelled (timeout_on_sleeping_server), it reports on `log` how long after the deadline that
@@ -36,8 +39,7 @@ class TestServiceImpl final : public grpc::testing::TestService::Service {
   // `log` receives one line per observed cancellation; null: no log.
   // `sleep_through_cancel`: interval_us is waited out even when the call is cancelled (a
   // handler that outlives its stream, for the hardening probes); off, the wait ends with the call.
-  explicit TestServiceImpl(std::FILE* log = nullptr, bool sleep_through_cancel = false)
-      : log_(log), sleep_through_cancel_(sleep_through_cancel) {}
+  explicit TestServiceImpl(std::FILE* log = nullptr, bool sleep_through_cancel = false);
 
   // StreamingOutputCall handlers started so far, and the most running at once (what the
   // hardening prober reads from the server's exit line).
