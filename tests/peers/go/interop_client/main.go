@@ -486,7 +486,11 @@ func (c *interopClient) cancelAfterBegin() error {
 		return checkCode(err, codes.OK)
 	}
 	cancel()
-	_, err = stream.CloseAndRecv()
+	// Waits for the response without half-closing: CloseAndRecv would race the cancellation,
+	// which grpc-go applies from another goroutine, against a server that answers the half-close
+	// at once (seen: grpc-go's own server replying OK first).
+	var response testpb.StreamingInputCallResponse
+	err = stream.RecvMsg(&response)
 	return checkCode(err, codes.Canceled)
 }
 
