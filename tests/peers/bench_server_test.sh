@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# A BenchmarkService peer server (peer_cpp_bench_server, peer_go_bench_server) answers as the
+# benchmark scripts rely on: a UnaryCall's response carries response_size bytes with status 0
+# (checked with nghttp, the bytes decoded by protoc), and rill's benchmain completes unary and
+# streaming ping-pong runs against it.
+#
+#   bench_server_test.sh SERVER BENCHMAIN
+set -euo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+server=$1
+benchmain=$2
+grpc_proto=${RILL_GRPC_PROTO_ROOT:-/usr/share/grpc-proto}
+source "$here/pair_common.sh"
+
+fail() { echo "FAIL: $*"; exit 1; }
+command -v nghttp > /dev/null || fail "nghttp is missing (nghttp2-client; ./dev.sh setup)"
+
+start_server "$server" --port=0 --threads=1
+
+# A UnaryCall asking for 8192 response bytes: the message prefix and SimpleRequest as the
+# side-by-side script's h2load sends them.
+printf 'response_size: 8192\npayload { body: "abc" }\n' |
+  protoc --encode=grpc.testing.SimpleRequest -I "$grpc_proto" "$grpc_proto/grpc/testing/messages.proto" \
+    > "$work/request.pb"
+python3 -c 'import sys, struct; m = open(sys.argv[1], "rb").read(); sys.stdout.buffer.write(b"\0" + struct.pack(">I", len(m)) + m)' \
+  "$work/request.pb" > "$work/request.bin"
+nghttp -v -H 'content-type: application/grpc' -H 'te: trailers' -d "$work/request.bin" \
+  "http://127.0.0.1:$port/grpc.testing.BenchmarkService/UnaryCall" > "$work/nghttp.log" 2>&1 ||
+  { cat "$work/nghttp.log"; fail "nghttp failed"; }
+grep -aq 'grpc-status: 0' "$work/nghttp.log" || { cat "$work/nghttp.log"; fail "no grpc-status 0"; }
+nghttp -H 'content-type: application/grpc' -H 'te: trailers' -d "$work/request.bin" \
+  "http://127.0.0.1:$port/grpc.testing.BenchmarkService/UnaryCall" > "$work/response.bin"
+# The response must be one uncompressed message: SimpleResponse{payload{body: 8192 zero bytes}},
+# byte for byte as protoc encodes it.
+{ printf 'payload { body: "'; python3 -c "import sys; sys.stdout.write('\\\\000' * 8192)"; printf '" }\n'; } |
+  protoc --encode=grpc.testing.SimpleResponse -I "$grpc_proto" "$grpc_proto/grpc/testing/messages.proto" \
+    > "$work/expected.pb"
+python3 -c 'import sys, struct; m = open(sys.argv[1], "rb").read(); sys.stdout.buffer.write(b"\0" + struct.pack(">I", len(m)) + m)' \
+  "$work/expected.pb" > "$work/expected.bin"
+cmp -s "$work/response.bin" "$work/expected.bin" ||
+  fail "the response is not one message with 8192 zero bytes ($(stat -c %s "$work/response.bin") bytes)"
+
+for workload in unary streaming; do
+  "$benchmain" -server="127.0.0.1:$port" -workloads=$workload -benchtime=300ms \
+    -maxConcurrentCalls=4 -reqSizeBytes=1024 -respSizeBytes=1024 -latency=0s -kbps=0 -cpus=none \
+    > "$work/benchmain.log" 2>&1 || { cat "$work/benchmain.log"; fail "benchmain $workload failed"; }
+  requests=$(awk '/^Number of requests:/ { print $4 }' "$work/benchmain.log")
+  [[ ${requests:-0} -gt 0 ]] || { cat "$work/benchmain.log"; fail "benchmain $workload: no requests"; }
+  echo "$workload: $requests requests"
+done
+echo PASS
