@@ -208,43 +208,61 @@ struct StreamSlot {
   asio::io_context* reactor = nullptr;
 };
 
-// The request every send of a stream worker writes: the message, or the run's prepared copy.
+// Whether a stream's request and response bodies travel outside protobuf: with
+// -payloadBuffers, unless the run sends a prepared (already serialized) request.
+bool StreamPayloads(const WorkloadParams& params, const rill::PreparedMessage* prepared) {
+  return params.payload_buffers && prepared == nullptr;
+}
+
+// The request every send of a stream worker writes: the message, or the run's prepared copy;
+// with payloads, the message without its body and the body as one pooled buffer each send
+// references.
 struct StreamRequest {
   StreamRequest(const WorkloadParams& params, const rill::PreparedMessage* p)
-      : message(MakeRequest(params.req_size, params.resp_size)), prepared(p) {}
+      : payloads(StreamPayloads(params, p)),
+        message(MakeRequest(payloads ? 0 : params.req_size, params.resp_size)),
+        body(payloads ? ZeroPayload(static_cast<int>(params.req_size)) : rill::BufferSlice()),
+        prepared(p) {}
+  bool payloads;
   SimpleRequest message;
+  rill::BufferSlice body;
   const rill::PreparedMessage* prepared;
 };
 
-rill::Awaitable<bool> Send(Stream* stream, const StreamRequest& request) {
+rill::Awaitable<bool> Send(Stream* stream, rill::ClientContext* context,
+                           const StreamRequest& request) {
   if (request.prepared != nullptr) return stream->Write(*request.prepared);
+  if (request.payloads) context->SetRequestPayload(kRequestBody, request.body.Ref());
   return stream->Write(request.message);
 }
 
-rill::Awaitable<void> PingPongWarmup(Stream* stream, WorkloadParams params,
+rill::Awaitable<void> PingPongWarmup(StreamSlot* slot, WorkloadParams params,
                                      const rill::PreparedMessage* prepared, TaskGroup* group) {
   const StreamRequest request(params, prepared);
+  Stream* stream = slot->stream.get();
   MessageArena arena;
   for (int i = 0; i < kWarmupCallCount; ++i) {
-    if (!co_await Send(stream, request) || !co_await stream->Read(arena.Fresh<SimpleResponse>())) {
+    if (!co_await Send(stream, &slot->context, request) || !co_await stream->Read(arena.Fresh<SimpleResponse>())) {
       group->Fail(rill::Status(rill::StatusCode::kUnavailable, "warmup ping-pong: stream ended"));
       co_return;
     }
   }
 }
 
-rill::Awaitable<void> PingPongWorker(Stream* stream, WorkloadParams params,
+rill::Awaitable<void> PingPongWorker(StreamSlot* slot, WorkloadParams params,
                                      const rill::PreparedMessage* prepared,
                                      LatencyRecorder* recorder, Clock::time_point end,
                                      OpCounter* ops, TaskGroup* group) {
   const StreamRequest request(params, prepared);
+  Stream* stream = slot->stream.get();
   MessageArena arena;
   Pauser pauser(co_await asio::this_coro::executor, params.sleep_between_rpcs);
   while (!group->failed()) {
     if (pauser.enabled()) co_await pauser.Pause();
     const Clock::time_point start = Clock::now();
     if (start > end) break;
-    if (!co_await Send(stream, request) || !co_await stream->Read(arena.Fresh<SimpleResponse>())) {
+    if (!co_await Send(stream, &slot->context, request) ||
+        !co_await stream->Read(arena.Fresh<SimpleResponse>())) {
       group->Fail(rill::Status(rill::StatusCode::kUnavailable, "ping-pong: stream ended"));
       break;
     }
@@ -266,15 +284,16 @@ rill::Awaitable<void> ClosePingPong(Stream* stream, TaskGroup* group) {
 
 // --- unconstrained -------------------------------------------------------------------------
 
-rill::Awaitable<void> UnconstrainedSender(Stream* stream, WorkloadParams params,
+rill::Awaitable<void> UnconstrainedSender(StreamSlot* slot, WorkloadParams params,
                                           const rill::PreparedMessage* prepared,
                                           Clock::time_point end, OpCounter* ops, TaskGroup* group) {
   const StreamRequest request(params, prepared);
+  Stream* stream = slot->stream.get();
   Pauser pauser(co_await asio::this_coro::executor, params.sleep_between_rpcs);
   while (true) {
     if (pauser.enabled()) co_await pauser.Pause();
     if (Clock::now() > end) break;
-    if (!co_await Send(stream, request)) {
+    if (!co_await Send(stream, &slot->context, request)) {
       if (Clock::now() <= end) {
         group->Fail(
             rill::Status(rill::StatusCode::kUnavailable, "unconstrained send: stream ended"));
@@ -434,6 +453,7 @@ rill::Status BenchmarkClient::RunStreaming(const WorkloadParams& params,
     for (std::int64_t pos = 0; pos < params.max_concurrent_calls; ++pos, ++w) {
       ApplyCompression(slots[w].context, params.compression);
       if (preload != nullptr) AskForPreload(slots[w].context, params);
+      if (StreamPayloads(params, preload)) slots[w].context.ReceivePayload(kResponseBody);
       slots[w].stream = conn->stub.StreamingCall(slots[w].context);
       slots[w].reactor = conn->reactor;
     }
@@ -443,7 +463,7 @@ rill::Status BenchmarkClient::RunStreaming(const WorkloadParams& params,
     for (std::size_t cn = 0; cn < connections_.size() && status.ok(); ++cn) {
       StreamSlot& slot = slots[cn * static_cast<std::size_t>(params.max_concurrent_calls)];
       TaskGroup warmup(1);
-      warmup.Spawn(*slot.reactor, PingPongWarmup(slot.stream.get(), params, preload, &warmup));
+      warmup.Spawn(*slot.reactor, PingPongWarmup(&slot, params, preload, &warmup));
       status = warmup.Wait(nullptr);
     }
   }
@@ -454,8 +474,8 @@ rill::Status BenchmarkClient::RunStreaming(const WorkloadParams& params,
     const Clock::time_point end =
         Clock::now() + std::chrono::duration_cast<Clock::duration>(params.bench_time);
     for (std::size_t i = 0; i < slots.size(); ++i) {
-      group.Spawn(*slots[i].reactor, PingPongWorker(slots[i].stream.get(), params, preload,
-                                                    recorders[i], end, &ops[i], &group));
+      group.Spawn(*slots[i].reactor, PingPongWorker(&slots[i], params, preload, recorders[i],
+                                                    end, &ops[i], &group));
     }
     status = group.Wait(hooks.tick);
     RunCounts counts;
@@ -487,6 +507,7 @@ rill::Status BenchmarkClient::RunUnconstrained(const WorkloadParams& params,
       slots[w].context.AddMetadata(kUnconstrainedStreamingDelayHeader, delay);
       ApplyCompression(slots[w].context, params.compression);
       if (preload != nullptr) AskForPreload(slots[w].context, params);
+      if (StreamPayloads(params, preload)) slots[w].context.ReceivePayload(kResponseBody);
       slots[w].stream = conn->stub.StreamingCall(slots[w].context);
       slots[w].reactor = conn->reactor;
     }
@@ -500,8 +521,7 @@ rill::Status BenchmarkClient::RunUnconstrained(const WorkloadParams& params,
       warm + std::chrono::duration_cast<Clock::duration>(params.bench_time);
   for (std::size_t i = 0; i < slots.size(); ++i) {
     group.Spawn(*slots[i].reactor,
-                UnconstrainedSender(slots[i].stream.get(), params, preload, end, &sent[i],
-                                    &group));
+                UnconstrainedSender(&slots[i], params, preload, end, &sent[i], &group));
     group.Spawn(*slots[i].reactor,
                 UnconstrainedReceiver(slots[i].stream.get(), end, &received[i], &group));
   }

@@ -86,9 +86,10 @@ struct WorkloadParams {
   // compressed) once into a PreparedMessage that every send references, and the streams ask the
   // server, with `preload-msg-size`, to prepare its response once too.
   bool preloader = false;
-  // Unary: the request and response bodies travel outside protobuf (rill/payload_field.h): the
-  // request body is one pooled buffer each call references, the response body stays a view of
-  // the received buffers.
+  // The request and response bodies travel outside protobuf (rill/payload_field.h): the
+  // request body is one pooled buffer each call or send references, the response body stays a
+  // view of the received buffers. Unary, streaming and unconstrained; not with -preloader,
+  // whose prepared request already holds its body.
   bool payload_buffers = true;
 };
 

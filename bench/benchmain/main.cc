@@ -110,7 +110,7 @@ struct Config {
   std::string tls_ca_file;  // Non-empty: the client connects to `server` over TLS.
   std::string lb_policy;    // Non-empty: the channels' load-balancing policy.
   std::size_t channel_shards = 1;  // ChannelOptions::reactor_shards of the client's channels.
-  bool payload_buffers = true;      // unary bodies outside protobuf (WorkloadParams)
+  bool payload_buffers = true;      // bodies outside protobuf (WorkloadParams)
   bool stats_handler = false;
   std::string binary_log;
   bool metrics = false;
@@ -770,8 +770,9 @@ int Main(int argc, char** argv) {
                  "rill: with --server, the channels' load-balancing policy (pick_first, "
                  "round_robin); --server may then list addresses: ipv4:HOST:PORT,HOST:PORT");
   app.add_option("--payloadBuffers", flags.payload_buffers,
-                 "rill: unary request and response bodies travel outside protobuf, as pooled "
-                 "buffers (rill/payload_field.h); false: in the protobuf messages")
+                 "rill: request and response bodies travel outside protobuf, as pooled "
+                 "buffers (rill/payload_field.h; not with -preloader); false: in the protobuf "
+                 "messages")
       ->capture_default_str();
   app.add_option("--channelShards", flags.channel_shards,
                  "rill: each client channel spreads its calls over this many of the client's "
