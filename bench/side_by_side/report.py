@@ -4,7 +4,7 @@
     report.py RAW.tsv
 
 RAW.tsv has one line per measurement (columns: case pinning client server rep rpcs qps cpu_us
-allocs rss_mib copies syscalls reads writes waits). Each figure is the median over the repetitions; the ratio columns
+allocs rss_mib copies syscalls reads writes waits client_copies). Each figure is the median over the repetitions; the ratio columns
 compare a server with the libgrpc++ server under the same load and pinning (a TLS server with
 libgrpc++ over TLS).
 """
@@ -13,12 +13,14 @@ import math
 import statistics
 import sys
 
-SERVERS = {"rill": "rill", "grpcpp": "libgrpc++", "nghttpd": "nghttpd (HTTP/2 floor)",
+SERVERS = {"rill": "rill", "grpcpp": "libgrpc++", "grpcgo": "grpc-go",
+           "nghttpd": "nghttpd (HTTP/2 floor)",
            "rill-tls": "rill TLS", "grpcpp-tls": "libgrpc++ TLS",
            "s_server": "openssl s_server (bare handshakes)"}
 CLIENTS = {"h2load": "h2load", "rill": "rill client", "h2load-conns": "h2load, 1 RPC/conn",
            "s_time": "openssl s_time -new"}
-FIELDS = ("qps", "cpu", "allocs", "rss", "copies", "syscalls", "reads", "writes", "waits")
+FIELDS = ("qps", "cpu", "allocs", "rss", "copies", "syscalls", "reads", "writes", "waits",
+          "client_copies")
 PINNINGS = {"split": "server 0, load 1", "shared": "both on 0"}
 
 
@@ -64,6 +66,7 @@ def main(argv):
                 "allocs": float(row["allocs"]),
                 "rss": float(row["rss_mib"]),
                 "copies": float(row.get("copies") or "nan"),
+                "client_copies": float(row.get("client_copies") or "nan"),
                 **{k: float(row.get(k) or "nan") for k in ("syscalls", "reads", "writes", "waits")},
             })
     medians = {
@@ -72,13 +75,15 @@ def main(argv):
     }
 
     copies = any(not math.isnan(m["copies"]) for m in medians.values())
+    client_copies = any(not math.isnan(m["client_copies"]) for m in medians.values())
     syscalls = any(not math.isnan(m["syscalls"]) for m in medians.values())
     print("| workload | load | CPUs | server | req/s | server CPU µs/RPC | allocs/RPC | RSS MiB "
           "| req/s ÷ libgrpc++ | CPU ÷ libgrpc++ | allocs ÷ libgrpc++ |"
           + (" copies/B |" if copies else "")
+          + (" client copies/B |" if client_copies else "")
           + (" syscalls/RPC (reads / writes / waits) |" if syscalls else ""))
     print("|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|" + ("--:|" if copies else "")
-          + ("--:|" if syscalls else ""))
+          + ("--:|" if client_copies else "") + ("--:|" if syscalls else ""))
     for key in order:
         case, pinning, client, server = key
         m = medians[key]
@@ -92,7 +97,8 @@ def main(argv):
         print(f"| {case} | {CLIENTS.get(client, client)} | {PINNINGS.get(pinning, pinning)} "
               f"| {SERVERS.get(server, server)} | {fmt(m['qps'], 0)} | {fmt(m['cpu'], 2)} "
               f"| {fmt(m['allocs'], 2)} | {fmt(m['rss'], 1)} | " + " | ".join(ratios) + " |"
-              + (f" {fmt(m['copies'], 2)} |" if copies else "")
+              + (f" {fmt(m['copies'], 4)} |" if copies else "")
+              + (f" {fmt(m['client_copies'], 4)} |" if client_copies else "")
               + (f" {syscall_cell(m)} |" if syscalls else ""))
     return 0
 

@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Side by side on one machine, in one run: rill's BenchmarkService server against libgrpc++'s
-# (async completion-queue server, 1.51) with nghttpd serving the same response bytes as the
-# plain HTTP/2 floor, under h2load; and rill's own client (benchmain -server=...) against the
-# libgrpc++ server and the rill server.
+# (async completion-queue server, 1.51) and grpc-go's (1.33, tests/peers/go/bench_server) with
+# nghttpd serving the same response bytes as the plain HTTP/2 floor, under h2load; and rill's
+# own client (benchmain -server=...) against the rill, libgrpc++ and grpc-go servers.
 #
 #   bench/side_by_side/run.sh BUILD_DIR [--tls] [--quick] [--reps N] [--duration SECONDS]
 #                             [--out FILE]
 #
 # BUILD_DIR is a configured release tree (`./dev.sh build release`); the script first builds its
-# side_by_side_deps target: benchmain, rill_bench_server, alloc_counter and the libgrpc++ peer
-# peer_cpp_bench_server (which `./dev.sh bench` does not build). Needs h2load and nghttpd
+# side_by_side_deps target: benchmain, rill_bench_server, alloc_counter, copy_counter and the
+# peers peer_cpp_bench_server and peer_go_bench_server (which `./dev.sh bench` does not build). Needs h2load and nghttpd
 # (nghttp2-client, nghttp2-server), taskset, protoc, python3, perf (`./dev.sh setup`) and grpc-proto
 # ($RILL_GRPC_PROTO_ROOT, default /usr/share/grpc-proto).
 #
 # Every server runs pinned to CPU 0 with one thread (rill: one reactor; libgrpc++: one
-# completion-queue thread; nghttpd: one worker). The load runs pinned to CPU 1 ("split") and,
+# completion-queue thread; grpc-go: GOMAXPROCS=1; nghttpd: one worker). The load runs pinned to CPU 1 ("split") and,
 # for the single-core case, on CPU 0 next to the server ("shared"). Each measurement starts a
 # fresh server, warms it up, then measures for --duration seconds; it is repeated --reps times
 # (interleaved) and the median of each figure is reported:
@@ -23,7 +23,8 @@
 #   CPU µs/RPC     server utime+stime (/proc/<pid>/stat) over the measured window / RPCs
 #   allocs/RPC     server heap allocations over the window / RPCs: rill_bench_server counts its
 #                  own (written to a file on SIGUSR1); libgrpc++'s server runs with LD_PRELOAD=
-#                  liballoc_counter.so; nghttpd is not counted (it allocates through jemalloc)
+#                  liballoc_counter.so; nghttpd (jemalloc) and grpc-go (Go's own heap) are not
+#                  counted
 #   RSS MiB        server VmRSS at the end of the window
 #   syscalls/RPC   system calls entered on the server's CPU over the window / RPCs (perf's
 #                  raw_syscalls tracepoint, `perf stat -C`), with the reads (read, readv, recvmsg,
@@ -33,9 +34,15 @@
 #                  on its CPU; anything else running there is counted too: measure on a quiet
 #                  machine), "n/a" otherwise or when perf cannot count
 #
+#   copies/B       with 1 MiB payloads only: bytes the server copied in calls of >= 4 KiB
+#                  (memcpy/memmove through glibc, counted by LD_PRELOAD=libcopy_counter.so,
+#                  bench/copy_counter) per payload byte it received and sent; "client copies/B"
+#                  the same for rill's client (benchmain) over its whole run, warm-up included.
+#                  grpc-go copies without glibc: not counted
+#
 # Workloads: unary 1 B (1 connection x 100 streams, and 50 x 20), unary 8 KiB (1 x 6), unary
-# 1 MiB (1 x 4), request and response payloads of that size; streaming ping-pong 1 B (1 x 100,
-# rill's client only: h2load cannot ping-pong). h2load sends a real gRPC request (5-byte prefix
+# 1 MiB (1 x 4), request and response payloads of that size; streaming ping-pong 1 B (1 x 100)
+# and 1 MiB (1 x 1), rill's client only: h2load cannot ping-pong. h2load sends a real gRPC request (5-byte prefix
 # + a protoc-serialized SimpleRequest) to /grpc.testing.BenchmarkService/UnaryCall.
 #
 # --tls measures TLS instead (split pinning only), with the certificates of tests/tls/certs
@@ -94,6 +101,7 @@ out=${out:-$build/side_by_side${tls:+_tls}.md}
 benchmain=$build/bench/benchmain/benchmain
 rill_server=$build/bench/benchmain/rill_bench_server
 peer_server=$build/tests/peers/peer_cpp_bench_server
+go_server=$build/tests/peers/peer_go_bench_server
 alloc_lib=$build/bench/alloc_counter/liballoc_counter.so
 copy_lib=$build/bench/copy_counter/libcopy_counter.so
 certs=$repo/tests/tls/certs
@@ -101,7 +109,7 @@ for tool in h2load nghttpd nghttp taskset protoc python3 perf ${tls:+openssl}; d
   command -v "$tool" > /dev/null || { echo "missing $tool (./dev.sh setup installs it)" >&2; exit 1; }
 done
 cmake --build "$build" --target side_by_side_deps >&2
-for f in "$benchmain" "$rill_server" "$peer_server" "$alloc_lib" "$copy_lib"; do
+for f in "$benchmain" "$rill_server" "$peer_server" "$go_server" "$alloc_lib" "$copy_lib"; do
   [[ -x $f || -f $f ]] || { echo "missing $f after building side_by_side_deps" >&2; exit 1; }
 done
 
@@ -114,6 +122,7 @@ pinnings=("split:$server_cpu:$load_cpu" "shared:$server_cpu:$server_cpu")
 
 work=$(mktemp -d /tmp/rill-side-by-side.XXXXXX)
 server_pid=""
+client_copy_file=""
 cleanup() {
   if [[ -n $server_pid ]]; then kill "$server_pid" 2> /dev/null || true; fi
   rm -rf "$work"
@@ -148,7 +157,7 @@ free_port() {
 
 # start_server KIND CPU SIZE [COUNT_COPIES]: sets server_pid, server_port, scheme, alloc_file
 # and copy_file ("" unless COUNT_COPIES is 1: the server then runs with the copy counter).
-# KIND is rill, grpcpp, nghttpd, or rill-tls, grpcpp-tls, s_server (TLS).
+# KIND is rill, grpcpp, grpcgo, nghttpd, or rill-tls, grpcpp-tls, s_server (TLS).
 start_server() {
   local kind=$1 cpu=$2 size=$3 log="$work/server.log" attempts=5 preload=""
   alloc_file="$work/allocs.$kind"
@@ -159,7 +168,9 @@ start_server() {
     tls_flags=(--tls_cert_file="$certs/server.pem" --tls_key_file="$certs/server.key")
     scheme=https
   fi
-  if [[ ${4:-0} == 1 ]]; then
+  # Only rill and libgrpc++ copy through glibc under the counter (nghttpd's and s_server's copies
+  # are not payload copies of a gRPC server; grpc-go's bypass glibc).
+  if [[ ${4:-0} == 1 && ($kind == rill* || $kind == grpcpp*) ]]; then
     copy_file="$work/copies.$kind"
     preload=$copy_lib
   fi
@@ -175,6 +186,9 @@ start_server() {
         LD_PRELOAD=$alloc_lib${preload:+:$preload} ALLOC_COUNTER_FILE=$alloc_file \
           COPY_COUNTER_FILE=$copy_file \
           taskset -c "$cpu" "$peer_server" --port=0 --threads=1 "${tls_flags[@]}" > "$log" 2>&1 &
+        server_pid=$! ;;
+      grpcgo)
+        taskset -c "$cpu" "$go_server" --port=0 --threads=1 > "$log" 2>&1 &
         server_pid=$! ;;
       s_server)
         # Bare TLS handshakes with the same certificate; allocations not counted.
@@ -225,7 +239,7 @@ rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status"; }
 # Allocation calls of the server so far ("nan" when not counted).
 server_allocs() {
   local kind=$1
-  if [[ $kind == nghttpd || $kind == s_server ]]; then
+  if [[ $kind == nghttpd || $kind == s_server || $kind == grpcgo ]]; then
     echo nan
     return
   fi
@@ -327,8 +341,10 @@ run_load() {
          /^status codes:/ { bad = $5 + $7 + $9 }
          END { if (rate != "" && done != "" && bad == 0) print done, rate; else print 0, 0 }' "$log"
   else
-    local tls_client=()
+    local tls_client=() preload=""
     [[ $scheme == https ]] && tls_client=(-tls_ca_file="$certs/ca.pem")
+    [[ -n $client_copy_file ]] && preload=$copy_lib
+    LD_PRELOAD=$preload COPY_COUNTER_FILE=$client_copy_file \
     taskset -c "$cpu" "$benchmain" -server="127.0.0.1:$server_port" "${tls_client[@]}" \
       -workloads="$workload" \
       -benchtime="${ms}ms" -connections="$conns" -maxConcurrentCalls="$streams" \
@@ -357,6 +373,7 @@ cases=(
   "unary-8KiB-1x6 1 6 8192 unary"
   "unary-1MiB-1x4 1 4 1048576 unary"
   "streaming-1B-1x100 1 100 1 streaming"
+  "streaming-1MiB-1x1 1 1 1048576 streaming"
 )
 raw="$work/raw.tsv"
 if [[ -n $tls ]]; then
@@ -366,7 +383,7 @@ if [[ -n $tls ]]; then
     "tls-streaming-1MiB-1x1 1 1 1048576 streaming"
   )
 fi
-printf 'case\tpinning\tclient\tserver\trep\trpcs\tqps\tcpu_us\tallocs\trss_mib\tcopies\tsyscalls\treads\twrites\twaits\n' \
+printf 'case\tpinning\tclient\tserver\trep\trpcs\tqps\tcpu_us\tallocs\trss_mib\tcopies\tsyscalls\treads\twrites\twaits\tclient_copies\n' \
   > "$raw"
 
 measure() {
@@ -375,7 +392,7 @@ measure() {
   local began=$SECONDS
   # Payload bytes per RPC through the server (in and out), for copies per payload byte.
   local payload_bytes=$((size * 2))
-  [[ $name == *streaming-1MiB* ]] && count_copies=1
+  [[ $size == 1048576 ]] && count_copies=1
   start_server "$server" "$scpu" "$size" "$count_copies"
   if [[ $client == h2load* && $server != nghttpd ]] && ! check_grpc "$size"; then
     echo "  $server does not answer UnaryCall with grpc-status 0" >&2
@@ -383,7 +400,12 @@ measure() {
     return
   fi
   run_load "$client" "$lcpu" "$conns" "$streams" "$size" "$workload" "$warmup" > /dev/null
-  local t0 a0 t1 a1 c0 c1 result rss calls
+  local t0 a0 t1 a1 c0 c1 result rss calls client_copies=nan
+  # rill's client counts its copies over the measured run (a fresh process).
+  if [[ $count_copies == 1 && $client == rill ]]; then
+    client_copy_file="$work/copies.client"
+    rm -f "$client_copy_file"
+  fi
   a0=$(server_allocs "$server")
   c0=$(server_copies)
   t0=$(cpu_ticks)
@@ -397,6 +419,11 @@ measure() {
   fi
   result=$(cat "$work/load.txt")
   t1=$(cpu_ticks)
+  if [[ -n $client_copy_file ]]; then
+    client_copies=$(od -An -t u8 -j 16 -N 8 "$client_copy_file" 2> /dev/null | tr -d ' ' || true)
+    client_copies=${client_copies:-nan}
+    client_copy_file=""
+  fi
   c1=$(server_copies)
   rss=$(rss_kib)
   a1=$(server_allocs "$server")
@@ -404,17 +431,19 @@ measure() {
   awk -v name="$name" -v pinning="$pinning" -v client="$client" -v server="$server" \
     -v rep="$rep" -v rpcs="${result% *}" -v qps="${result#* }" -v t0="$t0" -v t1="$t1" \
     -v a0="$a0" -v a1="$a1" -v c0="$c0" -v c1="$c1" -v pb="$payload_bytes" -v rss="$rss" \
-    -v hz="$(getconf CLK_TCK)" -v took=$((SECONDS - began)) -v raw="$raw" -v calls="$calls" 'BEGIN {
+    -v hz="$(getconf CLK_TCK)" -v took=$((SECONDS - began)) -v raw="$raw" -v calls="$calls" \
+    -v cc="$client_copies" 'BEGIN {
        cpu = rpcs > 0 ? (t1 - t0) / hz * 1e6 / rpcs : "nan"
        split(calls, sc, " ")
        for (i = 1; i <= 4; ++i) per[i] = rpcs > 0 && sc[i] != "nan" ? sprintf("%.3f", sc[i] / rpcs) : "nan"
        allocs = rpcs > 0 && a0 != "nan" ? (a1 - a0) / rpcs : "nan"
        copies = rpcs > 0 && c0 != "nan" ? (c1 - c0) / (rpcs * pb) : "nan"
-       printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\n", name, pinning,
+       client_copies = rpcs > 0 && cc != "nan" ? cc / (rpcs * pb) : "nan"
+       printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%s\t%s\t%s\t%s\t%s\n", name, pinning,
               client, server, rep, rpcs, qps, cpu == "nan" ? cpu : sprintf("%.3f", cpu),
               allocs == "nan" ? allocs : sprintf("%.3f", allocs), rss / 1024,
               copies == "nan" ? copies : sprintf("%.3f", copies), per[1], per[2], per[3],
-              per[4] >> raw
+              per[4], client_copies == "nan" ? client_copies : sprintf("%.4f", client_copies) >> raw
        printf "  %-20s %-6s %-6s -> %-7s rep %s: %10.0f req/s %8s us/RPC %8s allocs/RPC %8s syscalls/RPC (%d s)\n",
               name, pinning, client, server, rep, qps,
               cpu == "nan" ? cpu : sprintf("%.2f", cpu),
@@ -447,12 +476,12 @@ for rep in $(seq 1 "$reps"); do
         continue
       fi
       if [[ $workload == unary ]]; then
-        for server in rill grpcpp nghttpd; do
+        for server in rill grpcpp grpcgo nghttpd; do
           measure "$name" "$conns" "$streams" "$size" "$workload" "$pinning" "$scpu" "$lcpu" \
             h2load "$server" "$rep"
         done
       fi
-      for server in rill grpcpp; do
+      for server in rill grpcpp grpcgo; do
         measure "$name" "$conns" "$streams" "$size" "$workload" "$pinning" "$scpu" "$lcpu" \
           rill "$server" "$rep"
       done
