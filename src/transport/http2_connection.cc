@@ -24,6 +24,11 @@ namespace {
 constexpr int kMaxReadsPerTurn = 16;
 // A read block grows up to this many times Options::read_block_size (AdaptReadSize).
 constexpr size_t kReadGrowth = 8;
+// A plaintext read of at least kSpareAfterRead bytes that left at least kSpareMin bytes of its
+// block unwritten keeps that rest for the next read while streams are open (Http2Connection::
+// spare_).
+constexpr size_t kSpareAfterRead = 4 * 1024;
+constexpr size_t kSpareMin = 4 * 1024;
 
 // Identifies keepalive pings among the connection's PING ACKs.
 constexpr uint64_t kKeepalivePingPayload = 0x6b65657061'6c6976;
@@ -253,8 +258,12 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
   in_read_turn_ = true;
   if (pipe_.valid()) ReadPipe();
   for (int i = 0; i < kMaxReadsPerTurn && !closed_ && !pipe_.valid(); ++i) {
-    Buffer block = Buffer::Allocate(read_size_, *pool_);
-    const ssize_t n = ::recv(fd_, block.mutable_data(), block.size(), MSG_DONTWAIT);
+    const bool fresh = spare_.empty();
+    Buffer block = fresh ? Buffer::Allocate(read_size_, *pool_) : std::move(spare_);
+    // The spare's block is shared with the views cut from its front, but no view covers these
+    // bytes: they are the connection's to write.
+    std::byte* dst = fresh ? block.mutable_data() : const_cast<std::byte*>(block.data());
+    const ssize_t n = ::recv(fd_, dst, block.size(), MSG_DONTWAIT);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EWOULDBLOCK) break;
@@ -266,8 +275,13 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
       break;
     }
     const bool drained = static_cast<size_t>(n) < block.size();
-    AdaptReadSize(static_cast<size_t>(n));
-    block.Truncate(static_cast<size_t>(n));
+    if (fresh) AdaptReadSize(static_cast<size_t>(n));
+    if (drained && !tls_ && static_cast<size_t>(n) >= kSpareAfterRead &&
+        block.size() - static_cast<size_t>(n) >= kSpareMin) {
+      spare_ = block.Split(static_cast<size_t>(n));
+    } else {
+      block.Truncate(static_cast<size_t>(n));
+    }
     if (tls_) {
       // The ciphertext block lives until the engine has taken all of it, within this call.
       const bool open = ReceiveTls(block.span());
@@ -279,6 +293,8 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
     if (drained) break;
   }
   in_read_turn_ = false;
+  // Between calls the connection holds no read memory.
+  if (closed_ || session_.open_streams() == 0) spare_ = Buffer();
   if (!closed_ && !close_after_flush_) ApplyPolicies();
   if (!closed_ && !close_after_flush_ && bdp_) UpdateFlowControl();
   if (channelz_ != nullptr && channelz::Enabled()) {
@@ -480,6 +496,8 @@ void Http2Connection::Flush() {
       if (!closed_) Close(std::move(status));
       return;
     }
+    // The last call ended with what was just produced: the connection is idle.
+    if (!spare_.empty() && session_.open_streams() == 0) spare_ = Buffer();
     OutputBatch& out = tls_ ? cipher_ : batch_;
     if (out.empty()) {
       // Closing a TLS connection: close_notify is the last thing written.

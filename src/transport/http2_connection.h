@@ -2,7 +2,8 @@
 //
 // Read side: the connection waits for readability and only then takes a read block from the
 // pool (an idle connection holds no buffer), reads until the socket is drained, and feeds each
-// block to the session. Write side: whatever the session produced during an event-loop turn
+// block to the session; while streams are open, the next read fills the rest of a block the
+// last one left mostly empty. Write side: whatever the session produced during an event-loop turn
 // leaves in one writev/sendmsg at the end of that turn (ScheduleFlush); partial writes wait
 // for writability.
 //
@@ -187,6 +188,11 @@ class Http2Connection {
   Status close_reason_;
   size_t read_block_size_;
   size_t read_size_;  // the next read's block: read_block_size_ grown while reads come back full
+  // The unwritten rest of the last read block, kept for the next read while streams are open: a
+  // peer that writes a large message a frame at a time (grpc-go: 16 KiB per write) then fills
+  // one block over several reads instead of pinning a mostly empty block per frame, which the
+  // deframer would have to compact (copy) to bound the memory a partial message holds.
+  Buffer spare_;
   std::chrono::milliseconds handshake_timeout_;
   size_t bytes_received_ = 0;
   std::optional<BdpEstimator> bdp_;
