@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <array>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <map>
@@ -151,6 +152,8 @@ std::shared_ptr<StatsHandler> MakeMetricsStatsHandler(std::shared_ptr<MetricsRec
   return std::make_shared<MetricsStatsHandler>(std::move(recorder), std::move(target));
 }
 
+// Recording threads (reactors, on every core) write stripes of their own, so that they neither
+// wait for one lock nor pass one cache line around per RPC; the exposition merges the stripes.
 struct MetricsRegistry::State {
   struct Series {
     std::string method;
@@ -159,41 +162,79 @@ struct MetricsRegistry::State {
     uint64_t count = 0;             // counter value, or observations
     double sum = 0;
     std::vector<uint64_t> buckets;  // per bound, not cumulative
-  };
-  mutable std::mutex mu;
-  // Keyed by "method\0status\0target"; the lookup key is built in a reused buffer.
-  std::array<std::map<std::string, Series, std::less<>>, kCount> series;
 
-  Series& Find(MetricInstrument instrument, const MetricLabels& labels) {
-    thread_local std::string key;
-    key.assign(labels.method);
-    key += '\0';
-    key += labels.status;
-    key += '\0';
-    key += labels.target;
-    auto& map = series[static_cast<size_t>(instrument)];
-    auto it = map.find(std::string_view(key));
-    if (it == map.end()) {
-      Series s;
-      s.method.assign(labels.method);
-      s.status.assign(labels.status);
-      s.target.assign(labels.target);
-      if (!MetricInstrumentIsCounter(instrument)) {
-        s.buckets.assign(BoundsOf(kSpecs[static_cast<size_t>(instrument)]).size(), 0);
+    void MergeFrom(const Series& other) {
+      count += other.count;
+      sum += other.sum;
+      for (size_t b = 0; b < buckets.size() && b < other.buckets.size(); ++b) {
+        buckets[b] += other.buckets[b];
       }
-      it = map.emplace(key, std::move(s)).first;
     }
-    return it->second;
+  };
+  // Keyed by "method\0status\0target"; the lookup key is built in a reused buffer.
+  using SeriesMap = std::map<std::string, Series, std::less<>>;
+
+  struct alignas(64) Stripe {
+    std::mutex mu;
+    std::array<SeriesMap, kCount> series;
+    Series& Find(MetricInstrument instrument, const MetricLabels& labels);
+  };
+  static constexpr size_t kStripes = 16;
+  std::array<Stripe, kStripes> stripes;
+
+  // The calling thread's stripe: threads take stripes in turn, the first time they record (the
+  // same stripe in every registry).
+  Stripe& Mine() {
+    static std::atomic<size_t> next_thread{0};
+    thread_local const size_t index = next_thread.fetch_add(1, std::memory_order_relaxed);
+    return stripes[index % kStripes];
+  }
+
+  // Every stripe's series of `instrument`, merged.
+  SeriesMap Merged(int instrument) {
+    SeriesMap merged;
+    for (Stripe& stripe : stripes) {
+      std::lock_guard lock(stripe.mu);
+      for (const auto& [key, series] : stripe.series[static_cast<size_t>(instrument)]) {
+        auto [it, inserted] = merged.try_emplace(key, series);
+        if (!inserted) it->second.MergeFrom(series);
+      }
+    }
+    return merged;
   }
 };
+
+MetricsRegistry::State::Series& MetricsRegistry::State::Stripe::Find(
+    MetricInstrument instrument, const MetricLabels& labels) {
+  thread_local std::string key;
+  key.assign(labels.method);
+  key += '\0';
+  key += labels.status;
+  key += '\0';
+  key += labels.target;
+  auto& map = series[static_cast<size_t>(instrument)];
+  auto it = map.find(std::string_view(key));
+  if (it == map.end()) {
+    Series s;
+    s.method.assign(labels.method);
+    s.status.assign(labels.status);
+    s.target.assign(labels.target);
+    if (!MetricInstrumentIsCounter(instrument)) {
+      s.buckets.assign(BoundsOf(kSpecs[static_cast<size_t>(instrument)]).size(), 0);
+    }
+    it = map.emplace(key, std::move(s)).first;
+  }
+  return it->second;
+}
 
 MetricsRegistry::MetricsRegistry() : state_(std::make_unique<State>()) {}
 MetricsRegistry::~MetricsRegistry() = default;
 
 void MetricsRegistry::AddToCounter(MetricInstrument instrument, const MetricLabels& labels,
                                    uint64_t value) {
-  std::lock_guard lock(state_->mu);
-  state_->Find(instrument, labels).count += value;
+  State::Stripe& stripe = state_->Mine();
+  std::lock_guard lock(stripe.mu);
+  stripe.Find(instrument, labels).count += value;
 }
 
 void MetricsRegistry::RecordHistogram(MetricInstrument instrument, const MetricLabels& labels,
@@ -201,8 +242,9 @@ void MetricsRegistry::RecordHistogram(MetricInstrument instrument, const MetricL
   const auto bounds = BoundsOf(kSpecs[static_cast<size_t>(instrument)]);
   size_t bucket = 0;
   while (bucket < bounds.size() && value > bounds[bucket]) ++bucket;
-  std::lock_guard lock(state_->mu);
-  State::Series& series = state_->Find(instrument, labels);
+  State::Stripe& stripe = state_->Mine();
+  std::lock_guard lock(stripe.mu);
+  State::Series& series = stripe.Find(instrument, labels);
   ++series.count;
   series.sum += value;
   if (bucket < series.buckets.size()) ++series.buckets[bucket];
@@ -210,10 +252,9 @@ void MetricsRegistry::RecordHistogram(MetricInstrument instrument, const MetricL
 
 std::string MetricsRegistry::PrometheusText() const {
   std::string out;
-  std::lock_guard lock(state_->mu);
   for (int i = 0; i < kCount; ++i) {
     const InstrumentSpec& spec = kSpecs[static_cast<size_t>(i)];
-    const auto& map = state_->series[static_cast<size_t>(i)];
+    const State::SeriesMap map = state_->Merged(i);
     if (map.empty()) continue;
     out += "# HELP ";
     out += spec.prometheus;

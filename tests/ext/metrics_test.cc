@@ -1,7 +1,7 @@
 // Metrics: a server and a channel record gRPC's per-call instruments into a MetricsRegistry; its
 // Prometheus text is scraped over HTTP while calls run, every scrape parses with the Python
 // prometheus_client parser (/usr/bin/python3, python3-prometheus-client: missing, the test
-// fails), and the counters match the calls made.
+// fails), and the counters match the calls made, also when many threads record at once.
 #include "rill/metrics.h"
 
 #include <gtest/gtest.h>
@@ -195,6 +195,49 @@ TEST(Metrics, ScrapeUnderLoadParsesAndCountsMatchTheCalls) {
             ok);
   channel.reset();
   server.reset();
+}
+
+// Threads record into stripes of their own; the exposition must add them all up, whichever
+// threads share a stripe (more threads than stripes here).
+TEST(Metrics, RecordsFromManyThreadsAddUp) {
+  MetricsRegistry registry;
+  constexpr int kThreads = 24;
+  constexpr int kPerThread = 1000;
+  std::vector<std::thread> threads;
+  std::vector<std::string> own_methods;
+  for (int t = 0; t < kThreads; ++t) own_methods.push_back("svc/T" + std::to_string(t));
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&registry, &own_methods, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        registry.AddToCounter(MetricInstrument::kServerCallStarted, {"svc/M", "", ""}, 1);
+        registry.RecordHistogram(MetricInstrument::kServerCallSentTotalCompressedMessageSize,
+                                 {"svc/M", "OK", ""}, 100);
+      }
+      registry.AddToCounter(MetricInstrument::kServerCallStarted,
+                            {own_methods[static_cast<size_t>(t)], "", ""}, 1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  const std::string text = registry.PrometheusText();
+  const std::string total = std::to_string(kThreads * kPerThread);
+  EXPECT_NE(text.find("grpc_server_call_started_total{grpc_method=\"svc/M\"} " + total + "\n"),
+            std::string::npos)
+      << text;
+  const std::string histogram = "grpc_server_call_sent_total_compressed_message_size_bytes";
+  const std::string labels = "{grpc_method=\"svc/M\",grpc_status=\"OK\"}";
+  EXPECT_NE(text.find(histogram + "_count" + labels + " " + total + "\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(histogram + "_bucket{grpc_method=\"svc/M\",grpc_status=\"OK\",le=\"+Inf\"} " +
+                      total + "\n"),
+            std::string::npos)
+      << text;
+  const auto values = ParseWithPython({text});
+  EXPECT_EQ(values.at(histogram + "_sum{grpc_method=svc/M,grpc_status=OK}"),
+            100.0 * kThreads * kPerThread);
+  for (const std::string& method : own_methods) {
+    EXPECT_EQ(values.at("grpc_server_call_started_total{grpc_method=" + method + "}"), 1.0)
+        << method;
+  }
 }
 
 }  // namespace
