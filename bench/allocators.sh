@@ -30,7 +30,8 @@
 #                counts its own; under mimalloc its counting malloc forwards to mimalloc)
 #   faults/RPC   the server's minor page faults (/proc/<pid>/stat) over the window / RPCs: pages
 #                the kernel had to map (again), as when freed memory went back to it
-#   RSS MiB      server VmRSS at the end of the window, and VmHWM (the peak since start)
+#   RSS MiB      server VmRSS at the end of the window, VmHWM (the peak since start), and VmRSS
+#                after 3 s without calls (rill gives idle buffer memory back after a second)
 #
 # Under mimalloc the allocs/RPC column reads n/a: mimalloc also defines operator new, which then
 # no longer reaches the counting malloc (the calls are those of the same pool under glibc).
@@ -42,7 +43,7 @@
 # bench/instructions_per_rpc.sh does for benchmain).
 #
 # Prints a markdown table (also written to --out, default BUILD_DIR/allocators.md, with the raw
-# measurements beside it as .tsv). 5 repetitions of 3 s take about 6 minutes, --callgrind adds
+# measurements beside it as .tsv). 5 repetitions of 3 s take about 10 minutes, --callgrind adds
 # about 2.
 set -euo pipefail
 
@@ -52,7 +53,7 @@ repo=$(cd "$here/.." && pwd)
 grpc_proto=${RILL_GRPC_PROTO_ROOT:-/usr/share/grpc-proto}
 mimalloc=${RILL_MIMALLOC:-/usr/lib/x86_64-linux-gnu/libmimalloc.so.2}
 
-usage() { sed -n '2,46p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,47p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
 [[ $# -ge 1 && $1 != -* ]] || usage
 build=$(cd "$1" && pwd)
 shift
@@ -203,7 +204,8 @@ cases=(
   "unary-1MiB-1x4 1 4 1048576"
 )
 raw="$work/raw.tsv"
-printf 'case\tconfig\trep\trpcs\tqps\tcpu_us\tallocs\tfaults\trss_mib\thwm_mib\n' > "$raw"
+printf 'case\tconfig\trep\trpcs\tqps\tcpu_us\tallocs\tfaults\trss_mib\thwm_mib\tidle_mib\n' \
+  > "$raw"
 ms=$(awk -v s="$duration" 'BEGIN { printf "%d", s * 1000 }')
 warmup_ms=$(awk -v s="$warmup" 'BEGIN { printf "%d", s * 1000 }')
 
@@ -216,7 +218,7 @@ measure() {
     return
   fi
   run_load "$conns" "$streams" "$size" -D "${warmup_ms}ms" > /dev/null
-  local t0 f0 a0 t1 f1 a1 result rss hwm
+  local t0 f0 a0 t1 f1 a1 result rss hwm idle
   a0=$(server_allocs)
   read -r t0 f0 < <(cpu_and_faults)
   result=$(run_load "$conns" "$streams" "$size" -D "${ms}ms")
@@ -224,23 +226,26 @@ measure() {
   rss=$(status_kib VmRSS)
   hwm=$(status_kib VmHWM)
   a1=$(server_allocs)
+  sleep 3
+  idle=$(status_kib VmRSS)
   stop_server
   awk -v name="$name" -v config="$config" -v rep="$rep" -v rpcs="${result% *}" \
     -v qps="${result#* }" -v t0="$t0" -v t1="$t1" -v a0="$a0" -v a1="$a1" -v f0="$f0" \
-    -v f1="$f1" -v rss="$rss" \
+    -v f1="$f1" -v rss="$rss" -v idle="$idle" \
     -v hwm="$hwm" -v hz="$(getconf CLK_TCK)" -v raw="$raw" 'BEGIN {
        cpu = rpcs > 0 ? (t1 - t0) / hz * 1e6 / rpcs : "nan"
        allocs = rpcs > 0 ? (a1 - a0) / rpcs : "nan"
        faults = rpcs > 0 ? (f1 - f0) / rpcs : "nan"
-       printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\n", name, config, rep, rpcs, qps,
+       printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%.1f\n", name, config, rep, rpcs, qps,
               cpu == "nan" ? cpu : sprintf("%.3f", cpu),
               allocs == "nan" ? allocs : sprintf("%.3f", allocs),
-              faults == "nan" ? faults : sprintf("%.3f", faults), rss / 1024, hwm / 1024 >> raw
-       printf "  %-16s %-16s rep %s: %9.0f req/s %8s us/RPC %6s allocs/RPC %7s faults/RPC %6.1f MiB (peak %.1f)\n",
+              faults == "nan" ? faults : sprintf("%.3f", faults), rss / 1024, hwm / 1024,
+              idle / 1024 >> raw
+       printf "  %-16s %-16s rep %s: %9.0f req/s %8s us/RPC %6s allocs/RPC %7s faults/RPC %6.1f MiB (peak %.1f, idle %.1f)\n",
               name, config, rep, qps, cpu == "nan" ? cpu : sprintf("%.2f", cpu),
               allocs == "nan" ? allocs : sprintf("%.2f", allocs),
               faults == "nan" ? faults : sprintf("%.2f", faults), rss / 1024,
-              hwm / 1024 > "/dev/stderr"
+              hwm / 1024, idle / 1024 > "/dev/stderr"
      }'
 }
 

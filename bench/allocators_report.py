@@ -4,7 +4,7 @@
     allocators_report.py RAW.tsv [INSTRUCTIONS.tsv]
 
 RAW.tsv has one line per measurement (columns: case config rep rpcs qps cpu_us allocs faults
-rss_mib hwm_mib). Each figure is the median over the repetitions; "CPU ÷ default" compares a
+rss_mib hwm_mib idle_mib). Each figure is the median over the repetitions; "CPU ÷ default" compares a
 configuration's median CPU per RPC with tiered+glibc's under the same workload.
 Allocations are shown for glibc only: under mimalloc, operator new bypasses the server's counting
 malloc. INSTRUCTIONS.tsv (case config rpcs instructions_per_rpc), when it has rows, adds a second
@@ -22,7 +22,7 @@ CASES = {
     "unary-1MiB-1x4": "unary 1 MiB, 1 × 4",
 }
 DEFAULT = "tiered+glibc"
-FIELDS = ("qps", "cpu", "allocs", "faults", "rss", "hwm")
+FIELDS = ("qps", "cpu", "allocs", "faults", "rss", "hwm", "idle")
 
 
 def median(values):
@@ -58,6 +58,7 @@ def main(argv):
                 "faults": float(row["faults"]) if ok else math.nan,
                 "rss": float(row["rss_mib"]),
                 "hwm": float(row["hwm_mib"]),
+                "idle": float(row.get("idle_mib") or "nan"),
             })
     medians = {key: {field: median([m[field] for m in runs]) for field in FIELDS}
                for key, runs in groups.items()}
@@ -70,8 +71,8 @@ def main(argv):
     cases += sorted({key[0] for key in order} - set(cases))
 
     print("| workload | configuration | req/s | server CPU µs/RPC (min–max) | CPU ÷ default "
-          "| allocs/RPC | page faults/RPC | RSS MiB | peak RSS MiB |")
-    print("|---|---|--:|--:|--:|--:|--:|--:|--:|")
+          "| allocs/RPC | page faults/RPC | RSS MiB (end / peak / idle 3 s) |")
+    print("|---|---|--:|--:|--:|--:|--:|--:|")
     for case in cases:
         base = medians.get((case, DEFAULT), {}).get("cpu", math.nan)
         first = True
@@ -89,7 +90,7 @@ def main(argv):
             name = f"**{config}**" if config == DEFAULT else config
             print(f"| {CASES.get(case, case) if first else ''} | {name} | {fmt(m['qps'], 0)} "
                   f"| {fmt(m['cpu'], d)}{spread} | {ratio} | {allocs} | {fmt(m['faults'], 2)} "
-                  f"| {fmt(m['rss'], 1)} | {fmt(m['hwm'], 1)} |")
+                  f"| {fmt(m['rss'], 1)} / {fmt(m['hwm'], 1)} / {fmt(m['idle'], 1)} |")
             first = False
 
     if len(argv) == 2:
