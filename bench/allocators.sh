@@ -12,7 +12,8 @@
 #   bench/allocators.sh BUILD_DIR [--reps N] [--duration SECONDS] [--callgrind] [--out FILE]
 #
 # BUILD_DIR is a release tree with bench/benchmain/rill_bench_server built
-# (`cmake --build BUILD_DIR --target rill_bench_server`); it is only read. Needs h2load and
+# (`cmake --build BUILD_DIR --target rill_bench_server`); it is only read, and the server is
+# copied at the start, so that a rebuild during the run does not mix two builds. Needs h2load and
 # nghttp (nghttp2-client), taskset, protoc, python3, grpc-proto ($RILL_GRPC_PROTO_ROOT, default
 # /usr/share/grpc-proto), mimalloc ($RILL_MIMALLOC, default Debian's libmimalloc2.0) and, with
 # --callgrind, valgrind.
@@ -53,7 +54,7 @@ repo=$(cd "$here/.." && pwd)
 grpc_proto=${RILL_GRPC_PROTO_ROOT:-/usr/share/grpc-proto}
 mimalloc=${RILL_MIMALLOC:-/usr/lib/x86_64-linux-gnu/libmimalloc.so.2}
 
-usage() { sed -n '2,47p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,48p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
 [[ $# -ge 1 && $1 != -* ]] || usage
 build=$(cd "$1" && pwd)
 shift
@@ -105,6 +106,16 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
+
+# The build measured: the server as it is now, and the commit its source tree is at.
+source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2> /dev/null || true)
+commit=$(git -C "${source_dir:-$repo}" rev-parse --short HEAD 2> /dev/null || echo '?')
+if [[ -n $(git -C "${source_dir:-$repo}" status --porcelain --untracked-files=no 2> /dev/null) ]]; then
+  commit+=" with local changes"
+fi
+built=$(date -u -r "$server_bin" '+%Y-%m-%d %H:%M UTC')
+cp "$server_bin" "$work/rill_bench_server"
+server_bin=$work/rill_bench_server
 
 # --- requests ---------------------------------------------------------------------------------
 
@@ -299,12 +310,9 @@ if [[ -n $callgrind ]]; then
 fi
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
-# The commit the build tree was configured from.
-source_dir=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2> /dev/null || true)
-commit=$(git -C "${source_dir:-$repo}" rev-parse --short HEAD 2> /dev/null || echo '?')
 {
   echo "Measured $started on $(nproc) CPUs ($(uname -m)), rill $commit (rill_bench_server built"
-  echo "$(date -u -r "$server_bin" '+%Y-%m-%d %H:%M UTC')), glibc $(ldd --version | sed -n '1s/.* //p'),"
+  echo "$built), glibc $(ldd --version | sed -n '1s/.* //p'),"
   echo "$(basename "$mimalloc") $(dpkg-query -W -f '${Version}' libmimalloc2.0 2> /dev/null || echo '?'), $(h2load --version | head -1)."
   echo "Server on CPU $server_cpu (one reactor), h2load -t 1 on CPU $load_cpu. Median of $reps runs of"
   echo "${duration} s each; load average $load_before before, $load_after after."
