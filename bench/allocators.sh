@@ -3,7 +3,7 @@
 # loads, one configuration after another within each repetition:
 #
 #   tiered+glibc     rill's default: TieredBufferPool for blocks > 1 KiB, glibc malloc for the rest
-#   heap+glibc       --buffer_pool=heap: every block > 1 KiB a fresh malloc, freed on release
+#   heap+glibc       --buffer_pool=heap: every block > 1 KiB a fresh operator new, freed on release
 #   tiered+mimalloc  the default pool, with malloc from mimalloc (LD_PRELOAD)
 #   heap+mimalloc    no pooling, every block from mimalloc
 #
@@ -65,10 +65,10 @@ callgrind=""
 out=""
 while [[ $# -gt 0 ]]; do
   case $1 in
-    --reps) reps=$2; shift ;;
-    --duration) duration=$2; shift ;;
+    --reps) reps=${2:?--reps needs a count}; shift ;;
+    --duration) duration=${2:?--duration needs seconds}; shift ;;
     --callgrind) callgrind=1 ;;
-    --out) out=$2; shift ;;
+    --out) out=${2:?--out needs a file}; shift ;;
     -h|--help) usage ;;
     *) echo "unknown argument: $1" >&2; usage ;;
   esac
