@@ -35,9 +35,10 @@ PEER_PKGS=(libgrpc++-dev protobuf-compiler-grpc python3-grpcio python3-protobuf 
   nghttp2-server nginx-light util-linux procps golang-go golang-google-grpc-dev
   golang-github-golang-protobuf-1-3-dev zstd gzip coreutils python3-prometheus-client)
 # BENCH_PKGS are the measuring tools the benchmark scripts use besides the peers: valgrind
-# (callgrind instruction counts: bench/instructions_per_rpc.sh, bench/observability.sh) and perf
-# (system calls per RPC in bench/side_by_side/run.sh).
-BENCH_PKGS=(valgrind linux-perf)
+# (callgrind instruction counts: bench/instructions_per_rpc.sh, bench/observability.sh), perf
+# (system calls per RPC in bench/side_by_side/run.sh) and mimalloc (the allocator rill's pools
+# are compared against: bench/allocators.sh).
+BENCH_PKGS=(valgrind linux-perf libmimalloc2.0)
 
 # Bold only when stderr is a terminal: logs and pipes get plain text.
 if [ -t 2 ]; then
