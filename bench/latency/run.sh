@@ -29,9 +29,9 @@
 #
 # Server CPU % and µs/RPC come from utime+stime in /proc/PID/stat over the whole run. Two
 # figures say whether the machine was quiet, each the largest over the repetitions: steal time
-# (the hypervisor running something else on these CPUs, /proc/stat), and "other CPU": user and
-# system time of the two CPUs (/proc/stat) less the server's and h2load's own, in % of one CPU
-# (other processes; a few % of tick-sampling noise). Runs with more than 1 % steal or 10 %
+# (the hypervisor running something else on these CPUs, /proc/stat), and "other CPU": the two
+# CPUs' busy time (wall time less idle, /proc/stat) less the server's and h2load's own CPU time,
+# in % of one CPU (other processes and kernel threads). Runs with more than 1 % steal or 10 %
 # other CPU are flagged. Before each run the script waits, up to --max-wait seconds (default
 # 30), for both CPUs to be quiet (under 15 % of one CPU busy).
 # Each figure is the median of --reps (default 3) runs, the servers interleaved. Prints a
@@ -148,16 +148,18 @@ stop_server() {
   server_pid=""
 }
 
-# Waits, up to --max-wait seconds, until the two CPUs are quiet (under 15 % of one CPU busy over half a second)
-# before a run starts; on a shared machine other work comes and goes.
+# Waits, up to --max-wait seconds, until the two CPUs are quiet (under 15 % of one CPU busy over
+# 1.5 s) before a run starts; on a shared machine other work comes and goes.
 wait_quiet() {
-  local s0 b0 w0 s1 b1 w1 waited=0
+  local s0 i0 w0 s1 i1 w1 began ended waited=0
   while :; do
-    read -r s0 b0 w0 < <(cpu_times)
-    sleep 0.5
-    read -r s1 b1 w1 < <(cpu_times)
-    awk -v b="$((b1 - b0))" -v w="$((w1 - w0))" -v n=$(( server_cpu == load_cpu ? 1 : 2 )) \
-      'BEGIN { exit !(w > 0 && b / w * n < 0.15) }' && break
+    began=${EPOCHREALTIME/./}
+    read -r s0 i0 w0 < <(cpu_times)
+    sleep 1.5
+    read -r s1 i1 w1 < <(cpu_times)
+    ended=${EPOCHREALTIME/./}
+    awk -v i="$((i1 - i0))" -v us="$((ended - began))" -v n="$ncpu" -v hz="$hz" \
+      'BEGIN { busy = n - i / hz / (us / 1e6); exit !(busy < 0.15) }' && break
     if ((waited >= max_wait)); then
       echo "  the CPUs stayed busy for $max_wait s; measuring anyway (the run is flagged)" >&2
       break
@@ -183,13 +185,17 @@ check_grpc() {
     "$(url)" 2>&1 | grep -aq 'grpc-status: 0'
 }
 
+hz=$(getconf CLK_TCK)
 cpu_ticks() { sed 's/^.*) //' "/proc/$server_pid/stat" | awk '{ print $12 + $13 }'; }
-# "steal busy total" jiffies of the server's and h2load's CPUs so far.
+# "steal idle total" jiffies of the server's and h2load's CPUs so far. Idle (with iowait) is
+# what tells busy time: the kernel measures it exactly on a tickless kernel, where the user and
+# system figures are sampled at each tick (and h2load's 10 ms pacing can alias with the tick).
 cpu_times() {
   awk -v a="cpu$server_cpu" -v b="cpu$load_cpu" '$1 == a || ($1 == b && b != a) {
-      steal += $9; busy += $2 + $3 + $4; total += $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }
-    END { print steal, busy, total }' /proc/stat
+      steal += $9; idle += $5 + $6; total += $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }
+    END { print steal, idle, total }' /proc/stat
 }
+ncpu=$((server_cpu == load_cpu ? 1 : 2))
 
 # --- measurements -----------------------------------------------------------------------------
 
@@ -214,11 +220,11 @@ measure() {
     -H 'content-type: application/grpc' -H 'te: trailers' -d "$work/request-$size.bin")
   local log="$work/h2load.log" out="$work/h2load.out" offered=nan
   rm -f "$log"
-  local t0 t1 s0 s1 b0 b1 w0 w1
+  local t0 t1 s0 s1 i0 i1 w0 w1
   rm -f "$work/h2load.time"
-  read -r s0 b0 w0 < <(cpu_times)
   t0=$(cpu_ticks)
   local began=${EPOCHREALTIME/./}
+  read -r s0 i0 w0 < <(cpu_times)
   case $phase in
     max)
       "${h2[@]}" -c "$conns" -m "$streams" --warm-up-time="${warmup}s" -D "${duration}s" "$(url)" \
@@ -231,9 +237,9 @@ measure() {
       "${h2[@]}" -c 1 -m 1 -D "$((warmup + duration))s" --log-file="$log" "$(url)" \
         > "$out" 2>&1 || true ;;
   esac
+  read -r s1 i1 w1 < <(cpu_times)
   local ended=${EPOCHREALTIME/./}
   t1=$(cpu_ticks)
-  read -r s1 b1 w1 < <(cpu_times)
   stop_server
   local total kept failed achieved p50 p99 p999
   if [[ $phase == max ]]; then
@@ -248,10 +254,10 @@ measure() {
   fi
   awk -v phase="$phase" -v size="$size" -v server="$server" -v load="$load_pct" -v rep="$rep" \
     -v offered="$offered" -v achieved="$achieved" -v p50="$p50" -v p99="$p99" -v p999="$p999" \
-    -v t0="$t0" -v t1="$t1" -v hz="$(getconf CLK_TCK)" -v us=$((ended - began)) \
-    -v total="$total" -v s0="$s0" -v s1="$s1" -v b0="$b0" -v b1="$b1" -v w0="$w0" \
+    -v t0="$t0" -v t1="$t1" -v hz="$hz" -v us=$((ended - began)) \
+    -v total="$total" -v s0="$s0" -v s1="$s1" -v i0="$i0" -v i1="$i1" -v w0="$w0" \
     -v w1="$w1" -v load_s="$(cat "$work/h2load.time" 2> /dev/null || echo 0)" -v failed="$failed" \
-    -v ncpu=$(( server_cpu == load_cpu ? 1 : 2 )) -v raw="$raw" 'BEGIN {
+    -v ncpu="$ncpu" -v raw="$raw" 'BEGIN {
       cpu_s = (t1 - t0) / hz
       wall_s = us / 1e6
       cpu_pct = 100 * cpu_s / wall_s
@@ -259,7 +265,7 @@ measure() {
       steal = w1 > w0 ? 100 * (s1 - s0) / (w1 - w0) : 0
       # Busy time of the two CPUs that neither the server nor h2load accounts for, in % of one
       # CPU: other work on the machine (and the kernel work charged to no process).
-      other = w1 > w0 ? 100 * ((b1 - b0) / (w1 - w0) * ncpu * wall_s - cpu_s - load_s) / wall_s : 0
+      other = 100 * (ncpu * wall_s - (i1 - i0) / hz - cpu_s - load_s) / wall_s
       if (other < 0) other = 0
       printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%.2f\t%.1f\t%s\n", phase, size,
              server, load, rep, offered, achieved, p50, p99, p999, cpu_pct, per_rpc, steal, other,

@@ -30,9 +30,9 @@
 #   server µs/RPC      server utime+stime (/proc/PID/stat) over the window / RPCs
 #   h2load µs/RPC      h2load's user+sys time / RPCs
 #   CPUs busy          the two CPUs' non-idle time over the window (/proc/stat), of 200 %
-#   other CPU          the two CPUs' user and system time less the server's and h2load's, in
-#                      % of one CPU (other processes; a few % of tick-sampling noise); the
-#                      largest over the repetitions. Before each run the script waits, up to
+#   other CPU          the two CPUs' busy time (wall time less idle, /proc/stat) less the
+#                      server's and h2load's CPU time, in % of one CPU (other processes and
+#                      kernel threads); the largest over the repetitions. Before each run the script waits, up to
 #                      --max-wait seconds (default 30), for both CPUs to be quiet (under 15 %
 #                      of one CPU busy)
 #   threads            each server thread's share of the server's CPU time
@@ -132,6 +132,7 @@ stop_server() {
 
 url() { echo "http://127.0.0.1:$server_port/grpc.testing.BenchmarkService/UnaryCall"; }
 
+hz=$(getconf CLK_TCK)
 cpu_ticks() { sed 's/^.*) //' "/proc/$server_pid/stat" | awk '{ print $12 + $13 }'; }
 # "name=ticks" of every server thread (names made unique by their position).
 thread_ticks() {
@@ -142,24 +143,26 @@ thread_ticks() {
            gsub(/ /, "_", name); print name "=" f[12] + f[13] }' "$stat" 2> /dev/null || true
   done | awk -F= '{ n[$1]++; print $1 (n[$1] > 1 ? "#" n[$1] : "") "=" $2 }' | tr '\n' ' '
 }
-# "busy user_system total" jiffies of CPUs A and B so far (busy: all but idle and iowait).
-cpu_busy() {
-  awk -v a="cpu$cpu_a" -v b="cpu$cpu_b" '$1 == a || $1 == b {
-      busy += $2 + $3 + $4 + $7 + $8 + $9; us += $2 + $3 + $4
-      total += $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }
-    END { print busy, us, total }' /proc/stat
+# Idle (with iowait) jiffies of CPUs A and B so far. Idle is what tells busy time: the kernel
+# measures it exactly on a tickless kernel, where the user and system figures are sampled at
+# each tick.
+cpu_idle() {
+  awk -v a="cpu$cpu_a" -v b="cpu$cpu_b" '$1 == a || $1 == b { idle += $5 + $6 }
+    END { print idle }' /proc/stat
 }
 
-# Waits, up to --max-wait seconds, until CPUs A and B are quiet (under 15 % of one CPU busy over half a
-# second) before a run starts; on a shared machine other work comes and goes.
+# Waits, up to --max-wait seconds, until CPUs A and B are quiet (under 15 % of one CPU busy over
+# 1.5 s) before a run starts; on a shared machine other work comes and goes.
 wait_quiet() {
-  local b0 u0 w0 b1 u1 w1 waited=0
+  local i0 i1 began ended waited=0
   while :; do
-    read -r b0 u0 w0 < <(cpu_busy)
-    sleep 0.5
-    read -r b1 u1 w1 < <(cpu_busy)
-    awk -v b="$((b1 - b0))" -v w="$((w1 - w0))" 'BEGIN { exit !(w > 0 && b / w * 2 < 0.15) }' &&
-      break
+    began=${EPOCHREALTIME/./}
+    i0=$(cpu_idle)
+    sleep 1.5
+    i1=$(cpu_idle)
+    ended=${EPOCHREALTIME/./}
+    awk -v i="$((i1 - i0))" -v us="$((ended - began))" -v hz="$hz" \
+      'BEGIN { exit !(2 - i / hz / (us / 1e6) < 0.15) }' && break
     if ((waited >= max_wait)); then
       echo "  the CPUs stayed busy for $max_wait s; measuring anyway (see other CPU %)" >&2
       break
@@ -197,14 +200,14 @@ measure() {
     return
   fi
   h2load_run 0.5 "$load_threads" "$load_cpus" "$work/warmup.out" > /dev/null
-  local t0 t1 before after b0 u0 w0 b1 u1 w1 load_s began ended
+  local t0 t1 before after i0 i1 load_s began ended
   t0=$(cpu_ticks)
   before=$(thread_ticks)
-  read -r b0 u0 w0 < <(cpu_busy)
   began=${EPOCHREALTIME/./}
+  i0=$(cpu_idle)
   load_s=$(h2load_run "$duration" "$load_threads" "$load_cpus" "$work/h2load.out")
+  i1=$(cpu_idle)
   ended=${EPOCHREALTIME/./}
-  read -r b1 u1 w1 < <(cpu_busy)
   t1=$(cpu_ticks)
   after=$(thread_ticks)
   stop_server
@@ -226,16 +229,16 @@ measure() {
       print out == "" ? "-" : out }')
   awk -v kind="$kind" -v threads="$threads" -v placement="$placement" -v rep="$rep" \
     -v rpcs="${result% *}" -v qps="${result#* }" -v t0="$t0" -v t1="$t1" -v load_s="$load_s" \
-    -v hz="$(getconf CLK_TCK)" -v b0="$b0" -v b1="$b1" -v u0="$u0" -v u1="$u1" -v w0="$w0" \
-    -v w1="$w1" -v wall_s="$(((ended - began) / 1000))e-3" -v per_thread="$threads_delta" \
-    -v raw="$raw" 'BEGIN {
+    -v hz="$hz" -v i0="$i0" -v i1="$i1" -v wall_s="$(((ended - began) / 1000))e-3" \
+    -v per_thread="$threads_delta" -v raw="$raw" 'BEGIN {
       server_s = (t1 - t0) / hz
       server = rpcs > 0 ? sprintf("%.3f", server_s * 1e6 / rpcs) : "nan"
       load = rpcs > 0 ? sprintf("%.3f", load_s * 1e6 / rpcs) : "nan"
-      busy = w1 > w0 ? 200 * (b1 - b0) / (w1 - w0) : 0
-      # User and system time of the two CPUs that neither the server nor h2load accounts for,
-      # in % of one CPU: other processes, and a few % of tick-sampling noise.
-      other = w1 > w0 ? 100 * (2 * (u1 - u0) / (w1 - w0) * wall_s - server_s - load_s) / wall_s : 0
+      busy_s = 2 * wall_s - (i1 - i0) / hz
+      busy = 100 * busy_s / wall_s
+      # Busy time of the two CPUs that neither the server nor h2load accounts for, in % of one
+      # CPU: other processes and kernel threads.
+      other = 100 * (busy_s - server_s - load_s) / wall_s
       if (other < 0) other = 0
       printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%.1f\t%s\n", kind, threads, placement, rep,
              rpcs, qps, server, load, busy, other, per_thread >> raw
