@@ -4,7 +4,7 @@
     report.py RAW.tsv
 
 RAW.tsv has one line per run (columns: phase size server load_pct rep offered achieved p50_us
-p99_us p999_us cpu_pct cpu_us_per_rpc steal_pct other_pct failed).
+p99_us p999_us cpu_pct cpu_us_per_rpc steal_pct other_pct failed h2load_cpu_pct).
 
 A run was quiet when steal stayed under 1 % and other processes took under 10 % of a CPU. Each
 figure is the median over the quiet repetitions, or over all of them (marked ⚠) when none was
@@ -80,8 +80,8 @@ def main(argv):
     print("\nFixed offered load, `h2load -t 1 -c 50 -m 20 --rps=<offered / 50>`; latency of "
           "each request from when h2load sent it (µs):\n")
     print("| size | offered (of libgrpc++'s max) | server | achieved req/s | p50 | p99 | p99.9 "
-          "| server CPU % | server µs/RPC | quiet runs | kept up? |")
-    print("|---|---|---|--:|--:|--:|--:|--:|--:|--:|---|")
+          "| server CPU % | server µs/RPC | h2load CPU % | quiet runs | kept up? |")
+    print("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
     loads = sorted({k[3] for k in groups if k[0] == "rate"}, key=int)
     for size in sizes:
         for load in loads:
@@ -105,7 +105,7 @@ def main(argv):
                       f" | {fmt(achieved)} | {fmt(figure(rows, 'p50_us'))}"
                       f" | {fmt(figure(rows, 'p99_us'))} | {fmt(figure(rows, 'p999_us'))}"
                       f" | {fmt(figure(rows, 'cpu_pct'), 1)} | {fmt(figure(rows, 'cpu_us_per_rpc'), 2)}"
-                      f" | {used} | {verdict} |")
+                      f" | {fmt(figure(rows, 'h2load_cpu_pct'), 1)} | {used} | {verdict} |")
 
     print("\nOne call in flight, `h2load -t 1 -c 1 -m 1`, no rate limit (µs):\n")
     print("| size | server | req/s | p50 | p99 | p99.9 | server µs/RPC | quiet runs |")

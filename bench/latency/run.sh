@@ -27,7 +27,8 @@
 #      untimed).
 #   3. One call in flight (-c 1 -m 1, no rate limit): p50 / p99 / p99.9.
 #
-# Server CPU % and µs/RPC come from utime+stime in /proc/PID/stat over the whole run. Two
+# Server CPU % and µs/RPC come from utime+stime in /proc/PID/stat over the whole run, h2load's
+# CPU % from its user+sys time. Two
 # figures say whether the machine was quiet, each the largest over the repetitions: steal time
 # (the hypervisor running something else on these CPUs, /proc/stat), and "other CPU": the two
 # CPUs' busy time (wall time less idle, /proc/stat) less the server's and h2load's own CPU time,
@@ -45,7 +46,7 @@ command_line="bench/latency/run.sh $*"
 repo=$(cd "$here/../.." && pwd)
 grpc_proto=${RILL_GRPC_PROTO_ROOT:-/usr/share/grpc-proto}
 
-usage() { sed -n '2,40p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
 [[ $# -ge 1 && $1 != -* ]] || usage
 build=$(cd "$1" && pwd)
 shift
@@ -200,7 +201,7 @@ ncpu=$((server_cpu == load_cpu ? 1 : 2))
 # --- measurements -----------------------------------------------------------------------------
 
 raw="$work/raw.tsv"
-printf 'phase\tsize\tserver\tload_pct\trep\toffered\tachieved\tp50_us\tp99_us\tp999_us\tcpu_pct\tcpu_us_per_rpc\tsteal_pct\tother_pct\tfailed\n' \
+printf 'phase\tsize\tserver\tload_pct\trep\toffered\tachieved\tp50_us\tp99_us\tp999_us\tcpu_pct\tcpu_us_per_rpc\tsteal_pct\tother_pct\tfailed\th2load_cpu_pct\n' \
   > "$raw"
 
 # measure PHASE SIZE SERVER LOAD_PCT REP [RPS_PER_CONN]: one run, appended to $raw.
@@ -267,9 +268,9 @@ measure() {
       # CPU: other work on the machine (and the kernel work charged to no process).
       other = 100 * (ncpu * wall_s - (i1 - i0) / hz - cpu_s - load_s) / wall_s
       if (other < 0) other = 0
-      printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%.2f\t%.1f\t%s\n", phase, size,
-             server, load, rep, offered, achieved, p50, p99, p999, cpu_pct, per_rpc, steal, other,
-             failed >> raw
+      printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.1f\t%s\t%.2f\t%.1f\t%s\t%.1f\n", phase,
+             size, server, load, rep, offered, achieved, p50, p99, p999, cpu_pct, per_rpc, steal,
+             other, failed, 100 * load_s / wall_s >> raw
       printf "  %-6s %5s B %-6s %3s%% rep %s: offered %7s achieved %9.0f p50 %6s p99 %6s p99.9 %6s us, server CPU %5.1f%%, steal %.2f%%, other %.1f%%%s\n",
              phase, size, server, load, rep, offered, achieved, p50, p99, p999, cpu_pct, steal,
              other, (steal > 1 || other > 10 ? "  <- not quiet" : "") > "/dev/stderr"
