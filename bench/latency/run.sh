@@ -284,6 +284,17 @@ reference_rate() {
       if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
+# The commit of the source tree BUILD_DIR was configured from (the binaries may be older than
+# it: the build is not checked), "+changes" when that tree has uncommitted changes.
+build_commit() {
+  local source commit
+  source=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2> /dev/null)
+  [[ -n $source ]] || source=$repo
+  commit=$(git -C "$source" rev-parse --short HEAD 2> /dev/null) || { echo '?'; return; }
+  git -C "$source" diff --quiet HEAD 2> /dev/null || commit+="+changes"
+  echo "$commit"
+}
+
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 echo "latency: $reps x (${warmup} + ${duration}) s per run, servers on CPU $server_cpu, h2load on" \
@@ -313,7 +324,7 @@ done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 {
-  echo "Measured $started on $(nproc) CPUs ($(uname -m)), rill $(git -C "$repo" rev-parse --short HEAD 2> /dev/null || echo '?'),"
+  echo "Measured $started on $(nproc) CPUs ($(uname -m)), rill $(build_commit),"
   echo "libgrpc++ $(pkg-config --modversion grpc++ 2> /dev/null || echo '?'), $(h2load --version | head -1)."
   echo "Servers on CPU $server_cpu (one thread each), h2load on CPU $load_cpu. Median of $reps runs of"
   echo "$warmup + $duration s (the first second skipped); load average $load_before before, $load_after after."

@@ -247,6 +247,17 @@ measure() {
     }'
 }
 
+# The commit of the source tree BUILD_DIR was configured from (the binaries may be older than
+# it: the build is not checked), "+changes" when that tree has uncommitted changes.
+build_commit() {
+  local source commit
+  source=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2> /dev/null)
+  [[ -n $source ]] || source=$repo
+  commit=$(git -C "$source" rev-parse --short HEAD 2> /dev/null) || { echo '?'; return; }
+  git -C "$source" diff --quiet HEAD 2> /dev/null || commit+="+changes"
+  echo "$commit"
+}
+
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 echo "scaling: $reps x ${duration} s per run on CPUs $cpu_a and $cpu_b; load average $load_before" >&2
@@ -260,7 +271,7 @@ done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 
 {
-  echo "Measured $started on $(nproc) CPUs ($(uname -m)), rill $(git -C "$repo" rev-parse --short HEAD 2> /dev/null || echo '?'),"
+  echo "Measured $started on $(nproc) CPUs ($(uname -m)), rill $(build_commit),"
   echo "libgrpc++ $(pkg-config --modversion grpc++ 2> /dev/null || echo '?'), $(h2load --version | head -1)."
   echo "Unary 1 B, \`h2load -c $conns -m $streams\`; median of $reps runs of $duration s;"
   echo "load average $load_before before, $load_after after."
