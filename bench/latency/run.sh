@@ -6,9 +6,9 @@
 #   bench/latency/run.sh BUILD_DIR [--reps N] [--duration SECONDS] [--quick] [--max-wait SECONDS]
 #                        [--out FILE]
 #
-# BUILD_DIR is a release tree in which rill_bench_server and peer_cpp_bench_server are built
-# (`cmake --build BUILD_DIR --target side_by_side_deps`) and, optionally, peer_go_bench_server
-# (its rows read "not built" without it). The script builds nothing. Needs h2load, nghttp
+# BUILD_DIR is a release tree in which rill_bench_server, peer_cpp_bench_server and
+# peer_go_bench_server are built (`cmake --build BUILD_DIR --target side_by_side_deps`); without
+# the grpc-go server its rows are left out. The script builds nothing. Needs h2load, nghttp
 # (nghttp2-client), taskset, protoc, python3 and grpc-proto ($RILL_GRPC_PROTO_ROOT, default
 # /usr/share/grpc-proto).
 #
