@@ -1,6 +1,8 @@
 #include "rill/mem/buffer_slice.h"
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cstring>
 #include <memory>
 #include <utility>
@@ -8,6 +10,89 @@
 #include "rill/mem/buffer_pool.h"
 
 namespace rill {
+namespace {
+
+// Storage for more than kInlineBuffers buffers comes from a per-thread cache of freed arrays,
+// one list per capacity (kInlineBuffers doubled, up to kCachedCapacityMax): a large message that
+// arrives a frame per read is a slice of dozens of views and grows the same arrays call after
+// call, which were then the only heap allocations of a 1 MiB call (ten of them). Each list keeps
+// kCachedPerCapacity arrays at most (under 50 KiB per thread in all); the rest go to the heap.
+constexpr uint32_t kCachedCapacityMax = 256;
+constexpr size_t kCachedPerCapacity = 4;
+constexpr size_t kCapacities = static_cast<size_t>(
+    std::countr_zero(kCachedCapacityMax) - std::countr_zero(BufferSlice::kInlineBuffers));
+
+class StorageCache {
+ public:
+  StorageCache() { alive_ = true; }
+  ~StorageCache() {
+    alive_ = false;
+    for (size_t c = 0; c < kCapacities; ++c) {
+      for (size_t i = 0; i < counts_[c]; ++i) {
+        std::allocator<Buffer>().deallocate(arrays_[c][i], CapacityOf(c));
+      }
+    }
+  }
+  StorageCache(const StorageCache&) = delete;
+  StorageCache& operator=(const StorageCache&) = delete;
+
+  // The calling thread's cache, or null once it was destroyed (slices freed late in a thread's
+  // exit use the heap directly).
+  static StorageCache* Get() {
+    thread_local StorageCache cache;
+    return alive_ ? &cache : nullptr;
+  }
+
+  Buffer* Take(uint32_t capacity) {
+    const size_t c = IndexOf(capacity);
+    if (c < kCapacities && counts_[c] > 0) return arrays_[c][--counts_[c]];
+    return std::allocator<Buffer>().allocate(capacity);
+  }
+  void Give(Buffer* array, uint32_t capacity) {
+    const size_t c = IndexOf(capacity);
+    if (c < kCapacities && counts_[c] < kCachedPerCapacity) {
+      arrays_[c][counts_[c]++] = array;
+      return;
+    }
+    std::allocator<Buffer>().deallocate(array, capacity);
+  }
+
+ private:
+  // 2 * kInlineBuffers → 0, 4 * kInlineBuffers → 1, ...; kCapacities for any other capacity.
+  static size_t IndexOf(uint32_t capacity) {
+    if (!std::has_single_bit(capacity) || capacity <= BufferSlice::kInlineBuffers ||
+        capacity > kCachedCapacityMax) {
+      return kCapacities;
+    }
+    return static_cast<size_t>(std::countr_zero(capacity) -
+                               std::countr_zero(BufferSlice::kInlineBuffers) - 1);
+  }
+  static uint32_t CapacityOf(size_t index) {
+    return static_cast<uint32_t>(BufferSlice::kInlineBuffers << (index + 1));
+  }
+
+  static thread_local bool alive_;
+  std::array<std::array<Buffer*, kCachedPerCapacity>, kCapacities> arrays_{};
+  std::array<size_t, kCapacities> counts_{};
+};
+
+thread_local bool StorageCache::alive_ = false;
+
+Buffer* AllocateStorage(uint32_t capacity) {
+  StorageCache* cache = StorageCache::Get();
+  return cache != nullptr ? cache->Take(capacity) : std::allocator<Buffer>().allocate(capacity);
+}
+
+void FreeStorage(Buffer* array, uint32_t capacity) {
+  StorageCache* cache = StorageCache::Get();
+  if (cache != nullptr) {
+    cache->Give(array, capacity);
+  } else {
+    std::allocator<Buffer>().deallocate(array, capacity);
+  }
+}
+
+}  // namespace
 
 void BufferSlice::MoveFrom(BufferSlice& other) noexcept {
   RILL_DCHECK(IsBare());
@@ -33,17 +118,16 @@ void BufferSlice::Grow() {
   // With at least half of the storage free at the front, moving down keeps appends amortized
   // O(1); otherwise the storage doubles.
   const bool move_down = head_ > 0 && count_ <= capacity_ / 2;
-  std::allocator<Buffer> allocator;
   const uint32_t capacity = move_down ? capacity_ : capacity_ * 2;
   Buffer* target = move_down ? (heap_ != nullptr ? heap_ : reinterpret_cast<Buffer*>(inline_))
-                             : allocator.allocate(capacity);
+                             : AllocateStorage(capacity);
   for (uint32_t i = 0; i < count_; ++i) {
     ::new (static_cast<void*>(target + i)) Buffer(std::move(old[i]));
     old[i].~Buffer();
   }
   head_ = 0;
   if (move_down) return;
-  if (heap_ != nullptr) allocator.deallocate(heap_, capacity_);
+  if (heap_ != nullptr) FreeStorage(heap_, capacity_);
   heap_ = target;
   capacity_ = capacity;
 }
@@ -77,7 +161,7 @@ BufferSlice BufferSlice::Ref() const {
 void BufferSlice::FreeSlow() noexcept {
   Buffer* buffers = data();
   for (uint32_t i = 0; i < count_; ++i) buffers[i].~Buffer();
-  if (heap_ != nullptr) std::allocator<Buffer>().deallocate(heap_, capacity_);
+  if (heap_ != nullptr) FreeStorage(heap_, capacity_);
   heap_ = nullptr;
   capacity_ = kInlineBuffers;
   head_ = 0;
