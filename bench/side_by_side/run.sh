@@ -65,7 +65,8 @@
 #                        OpenSSL's included) per payload byte it received and sent
 #
 # Prints a markdown table (also written to --out, default BUILD_DIR/side_by_side.md, or
-# side_by_side_tls.md with --tls). The default run (3 repetitions of 3 s) takes about 10
+# side_by_side_tls.md with --tls), with the raw measurements beside it (.tsv) and a bar chart of
+# server CPU per RPC (.png, bench/side_by_side/plot.py). The default run (3 repetitions of 3 s) takes about 10
 # minutes, --tls about 6; --quick (1 repetition of 0.5 s) about 1.5, and is only a smoke test.
 set -euo pipefail
 
@@ -503,4 +504,9 @@ load_after=$(cut -d' ' -f1-3 /proc/loadavg)
 } > "$out"
 cp "$raw" "${out%.md}.tsv"
 cat "$out"
-echo "written to $out and ${out%.md}.tsv" >&2
+# The plot of server CPU per RPC (python3-matplotlib, under Debian's interpreter).
+if /usr/bin/python3 "$here/plot.py" "${out%.md}.tsv" "${out%.md}.png" 2> "$work/plot.log"; then
+  echo "written to $out, ${out%.md}.tsv and ${out%.md}.png" >&2
+else
+  echo "written to $out and ${out%.md}.tsv (no plot: $(tail -1 "$work/plot.log"))" >&2
+fi
