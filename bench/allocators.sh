@@ -51,6 +51,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command_line="bench/allocators.sh $*"
 repo=$(cd "$here/.." && pwd)
+source "$repo/bench/lib/grpc_load.sh"
 grpc_proto=${RILL_GRPC_PROTO_ROOT:-/usr/share/grpc-proto}
 mimalloc=${RILL_MIMALLOC:-/usr/lib/x86_64-linux-gnu/libmimalloc.so.2}
 
@@ -119,16 +120,8 @@ server_bin=$work/rill_bench_server
 
 # --- requests ---------------------------------------------------------------------------------
 
-# A gRPC message: the 5-byte prefix (uncompressed, big-endian length) and the serialized message
-# of type $1 with the text-format fields read from stdin.
-encode() {
-  protoc --encode="grpc.testing.$1" -I "$grpc_proto" "$grpc_proto/grpc/testing/messages.proto" |
-    python3 -c 'import sys, struct; m = sys.stdin.buffer.read(); sys.stdout.buffer.write(b"\0" + struct.pack(">I", len(m)) + m)'
-}
-zeros() { python3 -c "import sys; sys.stdout.write('\\\\000' * $1)"; }
 for size in 1 8192 1048576; do
-  { printf 'response_size: %d\npayload { body: "' "$size"; zeros "$size"; printf '" }\n'; } |
-    encode SimpleRequest > "$work/request-$size.bin"
+  write_request "$size" "$work/request-$size.bin"
 done
 
 # --- servers ----------------------------------------------------------------------------------
@@ -144,23 +137,7 @@ start_server() {
   LD_PRELOAD=$preload taskset -c "$server_cpu" "$@" "$server_bin" --port=0 --reactors=1 \
     --cpus="$server_cpu" --buffer_pool="$pool" --alloc_counter_file="$alloc_file" > "$log" 2>&1 &
   server_pid=$!
-  for _ in $(seq 1 600); do
-    if grep -q '^listening on ' "$log" 2> /dev/null; then
-      server_port=$(sed -n 's/^listening on //p' "$log")
-      return 0
-    fi
-    kill -0 "$server_pid" 2> /dev/null || break
-    sleep 0.1
-  done
-  echo "server $config did not start:" >&2
-  cat "$log" >&2
-  exit 1
-}
-
-stop_server() {
-  kill "$server_pid" 2> /dev/null || true
-  wait "$server_pid" 2> /dev/null || true
-  server_pid=""
+  await_listening "$log" "$config" 600 || exit 1
 }
 
 # "<utime+stime ticks> <minor faults>" of the server so far.

@@ -44,6 +44,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command_line="bench/latency/run.sh $*"
 repo=$(cd "$here/../.." && pwd)
+source "$repo/bench/lib/grpc_load.sh"
 grpc_proto=${RILL_GRPC_PROTO_ROOT:-/usr/share/grpc-proto}
 
 usage() { sed -n '2,41p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -104,16 +105,8 @@ trap cleanup EXIT
 
 # --- request files ----------------------------------------------------------------------------
 
-# A gRPC message: the 5-byte prefix (uncompressed, big-endian length) and the serialized message
-# of type $1 with the text-format fields read from stdin.
-encode() {
-  protoc --encode="grpc.testing.$1" -I "$grpc_proto" "$grpc_proto/grpc/testing/messages.proto" |
-    python3 -c 'import sys, struct; m = sys.stdin.buffer.read(); sys.stdout.buffer.write(b"\0" + struct.pack(">I", len(m)) + m)'
-}
-zeros() { python3 -c "import sys; sys.stdout.write('\\\\000' * $1)"; }
 for size in "${sizes[@]}"; do
-  { printf 'response_size: %d\npayload { body: "' "$size"; zeros "$size"; printf '" }\n'; } |
-    encode SimpleRequest > "$work/request-$size.bin"
+  write_request "$size" "$work/request-$size.bin"
 done
 
 # --- servers ----------------------------------------------------------------------------------
@@ -130,23 +123,7 @@ start_server() {
     go) taskset -c "$server_cpu" "$go_server" --port=0 --threads=1 > "$log" 2>&1 & ;;
   esac
   server_pid=$!
-  for _ in $(seq 1 100); do
-    if grep -q '^listening on ' "$log" 2> /dev/null; then
-      server_port=$(sed -n 's/^listening on //p' "$log")
-      return 0
-    fi
-    kill -0 "$server_pid" 2> /dev/null || break
-    sleep 0.1
-  done
-  echo "server $kind did not start:" >&2
-  cat "$log" >&2
-  exit 1
-}
-
-stop_server() {
-  kill "$server_pid" 2> /dev/null || true
-  wait "$server_pid" 2> /dev/null || true
-  server_pid=""
+  await_listening "$log" "$kind" || exit 1
 }
 
 # Waits, up to --max-wait seconds, until the two CPUs are quiet (under 15 % of one CPU busy over

@@ -45,6 +45,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command_line="bench/latency/scaling.sh $*"
 repo=$(cd "$here/../.." && pwd)
+source "$repo/bench/lib/grpc_load.sh"
 grpc_proto=${RILL_GRPC_PROTO_ROOT:-/usr/share/grpc-proto}
 
 usage() { sed -n '2,42p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -93,13 +94,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# A gRPC message: the 5-byte prefix (uncompressed, big-endian length) and the serialized message
-# of type $1 with the text-format fields read from stdin.
-encode() {
-  protoc --encode="grpc.testing.$1" -I "$grpc_proto" "$grpc_proto/grpc/testing/messages.proto" |
-    python3 -c 'import sys, struct; m = sys.stdin.buffer.read(); sys.stdout.buffer.write(b"\0" + struct.pack(">I", len(m)) + m)'
-}
-printf 'response_size: 1\npayload { body: "\\000" }\n' | encode SimpleRequest > "$work/request.bin"
+write_request 1 "$work/request.bin"
 
 # start_server KIND THREADS CPUS: sets server_pid and server_port.
 start_server() {
@@ -111,23 +106,7 @@ start_server() {
     grpcpp) taskset -c "$cpus" "$cpp_server" --port=0 --threads="$threads" > "$log" 2>&1 & ;;
   esac
   server_pid=$!
-  for _ in $(seq 1 100); do
-    if grep -q '^listening on ' "$log" 2> /dev/null; then
-      server_port=$(sed -n 's/^listening on //p' "$log")
-      return 0
-    fi
-    kill -0 "$server_pid" 2> /dev/null || break
-    sleep 0.1
-  done
-  echo "server $kind did not start:" >&2
-  cat "$log" >&2
-  exit 1
-}
-
-stop_server() {
-  kill "$server_pid" 2> /dev/null || true
-  wait "$server_pid" 2> /dev/null || true
-  server_pid=""
+  await_listening "$log" "$kind" || exit 1
 }
 
 url() { echo "http://127.0.0.1:$server_port/grpc.testing.BenchmarkService/UnaryCall"; }

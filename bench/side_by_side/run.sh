@@ -73,6 +73,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 command_line="bench/side_by_side/run.sh $*"
 repo=$(cd "$here/../.." && pwd)
+source "$repo/bench/lib/grpc_load.sh"
 # The standard gRPC protos (Debian's grpc-proto), as the build's RILL_GRPC_PROTO_ROOT.
 grpc_proto=${RILL_GRPC_PROTO_ROOT:-/usr/share/grpc-proto}
 
@@ -132,19 +133,11 @@ trap cleanup EXIT
 
 # --- request and response files ---------------------------------------------------------------
 
-# A gRPC message: the 5-byte prefix (uncompressed, big-endian length) and the serialized message
-# of type $1 with the text-format fields read from stdin.
-encode() {
-  protoc --encode="grpc.testing.$1" -I "$grpc_proto" "$grpc_proto/grpc/testing/messages.proto" |
-    python3 -c 'import sys, struct; m = sys.stdin.buffer.read(); sys.stdout.buffer.write(b"\0" + struct.pack(">I", len(m)) + m)'
-}
-zeros() { python3 -c "import sys; sys.stdout.write('\\\\000' * $1)"; }
 for size in 1 8192 1048576; do
-  { printf 'response_size: %d\npayload { body: "' "$size"; zeros "$size"; printf '" }\n'; } |
-    encode SimpleRequest > "$work/request-$size.bin"
+  write_request "$size" "$work/request-$size.bin"
   mkdir -p "$work/htdocs-$size/grpc.testing.BenchmarkService"
-  { printf 'payload { body: "'; zeros "$size"; printf '" }\n'; } |
-    encode SimpleResponse > "$work/htdocs-$size/grpc.testing.BenchmarkService/UnaryCall"
+  { printf 'payload { body: "'; text_zeros "$size"; printf '" }\n'; } |
+    grpc_encode SimpleResponse > "$work/htdocs-$size/grpc.testing.BenchmarkService/UnaryCall"
 done
 
 # --- servers ----------------------------------------------------------------------------------
@@ -226,12 +219,6 @@ start_server() {
   echo "server $kind did not start:" >&2
   cat "$log" >&2
   exit 1
-}
-
-stop_server() {
-  kill "$server_pid" 2> /dev/null || true
-  wait "$server_pid" 2> /dev/null || true
-  server_pid=""
 }
 
 cpu_ticks() { sed 's/^.*) //' "/proc/$server_pid/stat" | awk '{ print $12 + $13 }'; }
