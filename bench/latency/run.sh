@@ -126,28 +126,6 @@ start_server() {
   await_listening "$log" "$kind" || exit 1
 }
 
-# Waits, up to --max-wait seconds, until the two CPUs are quiet (under 15 % of one CPU busy over
-# 1.5 s) before a run starts; on a shared machine other work comes and goes.
-wait_quiet() {
-  local s0 i0 w0 s1 i1 w1 began ended waited=0
-  while :; do
-    began=${EPOCHREALTIME/./}
-    read -r s0 i0 w0 < <(cpu_times)
-    sleep 1.5
-    read -r s1 i1 w1 < <(cpu_times)
-    ended=${EPOCHREALTIME/./}
-    awk -v i="$((i1 - i0))" -v us="$((ended - began))" -v n="$ncpu" -v hz="$hz" \
-      'BEGIN { busy = n - i / hz / (us / 1e6); exit !(busy < 0.15) }' && break
-    if ((waited >= max_wait)); then
-      echo "  the CPUs stayed busy for $max_wait s; measuring anyway (the run is flagged)" >&2
-      break
-    fi
-    ((waited == 0)) && echo "  waiting for the CPUs to be quiet" >&2
-    sleep 2
-    waited=$((waited + 3))
-  done
-}
-
 # h2load_timed COMMAND...: runs COMMAND, its user+sys seconds to $work/h2load.time.
 h2load_timed() {
   local TIMEFORMAT='%U %S'
@@ -187,7 +165,7 @@ printf 'phase\tsize\tserver\tload_pct\trep\toffered\tachieved\tp50_us\tp99_us\tp
 #   single  -c 1 -m 1 --log-file
 measure() {
   local phase=$1 size=$2 server=$3 load_pct=$4 rep=$5 rps=${6:-0}
-  wait_quiet
+  wait_quiet "$server_cpu" "$load_cpu"
   start_server "$server"
   if ! check_grpc "$size"; then
     echo "  $server does not answer UnaryCall with grpc-status 0" >&2
@@ -259,17 +237,6 @@ reference_rate() {
   awk -F'\t' -v size="$1" '$1 == "max" && $2 == size && $3 == "grpcpp" && $7 > 0 { print $7 }' \
     "$raw" | sort -g | awk '{ v[NR] = $1 } END {
       if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-
-# The commit of the source tree BUILD_DIR was configured from (the binaries may be older than
-# it: the build is not checked), "+changes" when that tree has uncommitted changes.
-build_commit() {
-  local source commit
-  source=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2> /dev/null)
-  [[ -n $source ]] || source=$repo
-  commit=$(git -C "$source" rev-parse --short HEAD 2> /dev/null) || { echo '?'; return; }
-  git -C "$source" diff --quiet HEAD 2> /dev/null || commit+="+changes"
-  echo "$commit"
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)

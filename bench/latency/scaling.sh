@@ -122,36 +122,6 @@ thread_ticks() {
            gsub(/ /, "_", name); print name "=" f[12] + f[13] }' "$stat" 2> /dev/null || true
   done | awk -F= '{ n[$1]++; print $1 (n[$1] > 1 ? "#" n[$1] : "") "=" $2 }' | tr '\n' ' '
 }
-# Idle (with iowait) jiffies of CPUs A and B so far. Idle is what tells busy time: the kernel
-# measures it exactly on a tickless kernel, where the user and system figures are sampled at
-# each tick.
-cpu_idle() {
-  awk -v a="cpu$cpu_a" -v b="cpu$cpu_b" '$1 == a || $1 == b { idle += $5 + $6 }
-    END { print idle }' /proc/stat
-}
-
-# Waits, up to --max-wait seconds, until CPUs A and B are quiet (under 15 % of one CPU busy over
-# 1.5 s) before a run starts; on a shared machine other work comes and goes.
-wait_quiet() {
-  local i0 i1 began ended waited=0
-  while :; do
-    began=${EPOCHREALTIME/./}
-    i0=$(cpu_idle)
-    sleep 1.5
-    i1=$(cpu_idle)
-    ended=${EPOCHREALTIME/./}
-    awk -v i="$((i1 - i0))" -v us="$((ended - began))" -v hz="$hz" \
-      'BEGIN { exit !(2 - i / hz / (us / 1e6) < 0.15) }' && break
-    if ((waited >= max_wait)); then
-      echo "  the CPUs stayed busy for $max_wait s; measuring anyway (see other CPU %)" >&2
-      break
-    fi
-    ((waited == 0)) && echo "  waiting for the CPUs to be quiet" >&2
-    sleep 2
-    waited=$((waited + 3))
-  done
-}
-
 # h2load_run SECONDS THREADS CPUS OUT: h2load's output to OUT, its user+sys seconds to stdout.
 h2load_run() {
   local seconds=$1 threads=$2 cpus=$3 output=$4 TIMEFORMAT='%U %S'
@@ -170,7 +140,7 @@ measure() {
   local server_cpus=$cpu_a load_cpus=$cpu_b load_threads=1
   [[ $threads == 1 ]] || server_cpus="$cpu_a,$cpu_b"
   [[ $placement == apart ]] || { load_cpus="$cpu_a,$cpu_b"; load_threads=2; }
-  wait_quiet
+  wait_quiet "$cpu_a" "$cpu_b"
   start_server "$kind" "$threads" "$server_cpus"
   if ! nghttp -v -H 'content-type: application/grpc' -H 'te: trailers' -d "$work/request.bin" \
       "$(url)" 2>&1 | grep -aq 'grpc-status: 0'; then
@@ -183,9 +153,9 @@ measure() {
   t0=$(cpu_ticks)
   before=$(thread_ticks)
   began=${EPOCHREALTIME/./}
-  i0=$(cpu_idle)
+  i0=$(cpus_idle "$cpu_a" "$cpu_b")
   load_s=$(h2load_run "$duration" "$load_threads" "$load_cpus" "$work/h2load.out")
-  i1=$(cpu_idle)
+  i1=$(cpus_idle "$cpu_a" "$cpu_b")
   ended=${EPOCHREALTIME/./}
   t1=$(cpu_ticks)
   after=$(thread_ticks)
@@ -224,17 +194,6 @@ measure() {
       printf "  %-6s %s thread(s) %-6s rep %s: %9.0f req/s, server %s us/RPC, h2load %s us/RPC, CPUs %5.1f%% busy, other %.0f%%, threads %s\n",
              kind, threads, placement, rep, qps, server, load, busy, other, per_thread > "/dev/stderr"
     }'
-}
-
-# The commit of the source tree BUILD_DIR was configured from (the binaries may be older than
-# it: the build is not checked), "+changes" when that tree has uncommitted changes.
-build_commit() {
-  local source commit
-  source=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2> /dev/null)
-  [[ -n $source ]] || source=$repo
-  commit=$(git -C "$source" rev-parse --short HEAD 2> /dev/null) || { echo '?'; return; }
-  git -C "$source" diff --quiet HEAD 2> /dev/null || commit+="+changes"
-  echo "$commit"
 }
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)

@@ -42,3 +42,48 @@ stop_server() {
   wait "$server_pid" 2> /dev/null || true
   server_pid=""
 }
+
+# --- quiet CPUs and what was measured -----------------------------------------------------------
+
+# Idle (with iowait) jiffies of CPUs $1 and $2 (one CPU when they are the same) so far. Idle is
+# what tells busy time: the kernel measures it exactly on a tickless kernel, where the user and
+# system figures are sampled at each tick (and h2load's 10 ms pacing can alias with the tick).
+cpus_idle() {
+  awk -v a="cpu$1" -v b="cpu$2" '$1 == a || ($1 == b && b != a) { idle += $5 + $6 }
+    END { print idle }' /proc/stat
+}
+
+# wait_quiet CPU_A CPU_B: waits, up to $max_wait seconds, until the CPUs are quiet (under 15 %
+# of one CPU busy over 1.5 s) before a run starts; on a shared machine other work comes and goes.
+wait_quiet() {
+  local a=$1 b=$2 n i0 i1 began ended waited=0 hz
+  n=$((a == b ? 1 : 2))
+  hz=$(getconf CLK_TCK)
+  while :; do
+    began=${EPOCHREALTIME/./}
+    i0=$(cpus_idle "$a" "$b")
+    sleep 1.5
+    i1=$(cpus_idle "$a" "$b")
+    ended=${EPOCHREALTIME/./}
+    awk -v i="$((i1 - i0))" -v us="$((ended - began))" -v n="$n" -v hz="$hz" \
+      'BEGIN { exit !(n - i / hz / (us / 1e6) < 0.15) }' && break
+    if ((waited >= max_wait)); then
+      echo "  the CPUs stayed busy for $max_wait s; measuring anyway (see the run's other CPU %)" >&2
+      break
+    fi
+    ((waited == 0)) && echo "  waiting for the CPUs to be quiet" >&2
+    sleep 2
+    waited=$((waited + 3))
+  done
+}
+
+# The commit of the source tree $build was configured from (the binaries may be older than it:
+# the build is not checked), "+changes" when that tree has uncommitted changes.
+build_commit() {
+  local source commit
+  source=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2> /dev/null)
+  [[ -n $source ]] || source=$repo
+  commit=$(git -C "$source" rev-parse --short HEAD 2> /dev/null) || { echo '?'; return; }
+  git -C "$source" diff --quiet HEAD 2> /dev/null || commit+="+changes"
+  echo "$commit"
+}
