@@ -6,9 +6,9 @@
 #   bench/latency/run.sh BUILD_DIR [--reps N] [--duration SECONDS] [--quick] [--max-wait SECONDS]
 #                        [--out FILE]
 #
-# BUILD_DIR is a release tree in which rill_bench_server, peer_cpp_bench_server and
-# peer_go_bench_server are built (`cmake --build BUILD_DIR --target side_by_side_deps`); without
-# the grpc-go server its rows are left out. The script builds nothing. Needs h2load, nghttp
+# BUILD_DIR is a configured release tree (`./dev.sh build release`); the script first builds
+# its side_by_side_deps target (rill_bench_server, peer_cpp_bench_server and
+# peer_go_bench_server, which `./dev.sh bench` does not build). Needs h2load, nghttp
 # (nghttp2-client), taskset, protoc, python3 and grpc-proto ($RILL_GRPC_PROTO_ROOT, default
 # /usr/share/grpc-proto).
 #
@@ -82,14 +82,11 @@ go_server=$build/tests/peers/peer_go_bench_server
 for tool in h2load nghttp taskset protoc python3; do
   command -v "$tool" > /dev/null || { echo "missing $tool (./dev.sh setup installs it)" >&2; exit 1; }
 done
-for f in "$rill_server" "$cpp_server"; do
-  [[ -x $f ]] || { echo "missing $f: build the side_by_side_deps target of $build" >&2; exit 1; }
+cmake --build "$build" --target side_by_side_deps >&2
+for f in "$rill_server" "$cpp_server" "$go_server"; do
+  [[ -x $f ]] || { echo "missing $f after building side_by_side_deps" >&2; exit 1; }
 done
 servers=(rill grpcpp go)
-if [[ ! -x $go_server ]]; then
-  echo "note: $go_server is not built; grpc-go's rows are left out" >&2
-  servers=(rill grpcpp)
-fi
 
 read -r server_cpu load_cpu < <(python3 -c \
   'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1] if len(c) > 1 else c[0])')

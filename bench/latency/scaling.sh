@@ -6,8 +6,8 @@
 #   bench/latency/scaling.sh BUILD_DIR [--reps N] [--duration SECONDS] [--max-wait SECONDS]
 #                            [--out FILE]
 #
-# BUILD_DIR is a release tree in which rill_bench_server and peer_cpp_bench_server are built
-# (`cmake --build BUILD_DIR --target side_by_side_deps`); the script builds nothing. Needs
+# BUILD_DIR is a configured release tree (`./dev.sh build release`); the script first builds
+# its side_by_side_deps target (rill_bench_server and peer_cpp_bench_server among it). Needs
 # h2load, nghttp, taskset, protoc, python3 and grpc-proto ($RILL_GRPC_PROTO_ROOT, default
 # /usr/share/grpc-proto).
 #
@@ -78,8 +78,9 @@ cpp_server=$build/tests/peers/peer_cpp_bench_server
 for tool in h2load nghttp taskset protoc python3; do
   command -v "$tool" > /dev/null || { echo "missing $tool (./dev.sh setup installs it)" >&2; exit 1; }
 done
+cmake --build "$build" --target side_by_side_deps >&2
 for f in "$rill_server" "$cpp_server"; do
-  [[ -x $f ]] || { echo "missing $f: build the side_by_side_deps target of $build" >&2; exit 1; }
+  [[ -x $f ]] || { echo "missing $f after building side_by_side_deps" >&2; exit 1; }
 done
 
 read -r cpu_a cpu_b < <(python3 -c \
