@@ -13,31 +13,15 @@ when its median achieved rate is below 95 % of the offered rate; the runs that d
 are counted in the same cell.
 """
 import csv
-import math
-import statistics
 import sys
+
+from figures import fmt, median, num
 
 SERVERS = {"rill": "rill", "grpcpp": "libgrpc++", "go": "grpc-go"}
 SIZES = {"1": "1 B", "8192": "8 KiB"}
 KEEP_UP = 0.95
 STEAL_WARN = 1.0
 OTHER_WARN = 10.0
-
-
-def num(text):
-    try:
-        return float(text)
-    except ValueError:
-        return math.nan
-
-
-def median(values):
-    values = [v for v in values if not math.isnan(v)]
-    return statistics.median(values) if values else math.nan
-
-
-def fmt(value, digits=0):
-    return "n/a" if math.isnan(value) else f"{value:,.{digits}f}"
 
 
 def main(argv):

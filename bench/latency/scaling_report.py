@@ -11,27 +11,12 @@ CPU time are left out of the thread column.
 """
 import csv
 import math
-import statistics
 import sys
+
+from figures import fmt, median, num
 
 SERVERS = {"rill": ("rill", "reactor"), "grpcpp": ("libgrpc++", "thread")}
 PLACEMENTS = {"apart": "h2load on the other CPU", "shared": "h2load on both CPUs"}
-
-
-def num(text):
-    try:
-        return float(text)
-    except ValueError:
-        return math.nan
-
-
-def median(values):
-    values = [v for v in values if not math.isnan(v)]
-    return statistics.median(values) if values else math.nan
-
-
-def fmt(value, digits=0):
-    return "n/a" if math.isnan(value) else f"{value:,.{digits}f}"
 
 
 def thread_shares(rows):
