@@ -11,6 +11,7 @@ server=$1
 benchmain=$2
 grpc_proto=${RILL_GRPC_PROTO_ROOT:-/usr/share/grpc-proto}
 source "$here/pair_common.sh"
+source "$here/../../bench/lib/grpc_load.sh"  # grpc_encode, text_zeros
 
 fail() { echo "FAIL: $*"; exit 1; }
 command -v nghttp > /dev/null || fail "nghttp is missing (nghttp2-client; ./dev.sh setup)"
@@ -20,10 +21,7 @@ start_server "$server" --port=0 --threads=1
 # A UnaryCall asking for 8192 response bytes: the message prefix and SimpleRequest as the
 # side-by-side script's h2load sends them.
 printf 'response_size: 8192\npayload { body: "abc" }\n' |
-  protoc --encode=grpc.testing.SimpleRequest -I "$grpc_proto" "$grpc_proto/grpc/testing/messages.proto" \
-    > "$work/request.pb"
-python3 -c 'import sys, struct; m = open(sys.argv[1], "rb").read(); sys.stdout.buffer.write(b"\0" + struct.pack(">I", len(m)) + m)' \
-  "$work/request.pb" > "$work/request.bin"
+  grpc_encode SimpleRequest > "$work/request.bin"
 nghttp -v -H 'content-type: application/grpc' -H 'te: trailers' -d "$work/request.bin" \
   "http://127.0.0.1:$port/grpc.testing.BenchmarkService/UnaryCall" > "$work/nghttp.log" 2>&1 ||
   { cat "$work/nghttp.log"; fail "nghttp failed"; }
@@ -32,13 +30,10 @@ nghttp -H 'content-type: application/grpc' -H 'te: trailers' -d "$work/request.b
   "http://127.0.0.1:$port/grpc.testing.BenchmarkService/UnaryCall" > "$work/response.bin"
 # The response must be one uncompressed message: SimpleResponse{payload{body: 8192 zero bytes}},
 # byte for byte as protoc encodes it.
-{ printf 'payload { body: "'; python3 -c "import sys; sys.stdout.write('\\\\000' * 8192)"; printf '" }\n'; } |
-  protoc --encode=grpc.testing.SimpleResponse -I "$grpc_proto" "$grpc_proto/grpc/testing/messages.proto" \
-    > "$work/expected.pb"
-python3 -c 'import sys, struct; m = open(sys.argv[1], "rb").read(); sys.stdout.buffer.write(b"\0" + struct.pack(">I", len(m)) + m)' \
-  "$work/expected.pb" > "$work/expected.bin"
+{ printf 'payload { body: "'; text_zeros 8192; printf '" }\n'; } |
+  grpc_encode SimpleResponse > "$work/expected.bin"
 cmp -s "$work/response.bin" "$work/expected.bin" ||
-  fail "the response is not one message with 8192 zero bytes ($(stat -c %s "$work/response.bin") bytes)"
+  fail "the response is not one message of 8192 zero bytes ($(stat -c %s "$work/response.bin") B)"
 
 for workload in unary streaming; do
   "$benchmain" -server="127.0.0.1:$port" -workloads=$workload -benchtime=300ms \
