@@ -242,7 +242,8 @@ rill::Awaitable<void> PingPongWarmup(StreamSlot* slot, WorkloadParams params,
   Stream* stream = slot->stream.get();
   MessageArena arena;
   for (int i = 0; i < kWarmupCallCount; ++i) {
-    if (!co_await Send(stream, &slot->context, request) || !co_await stream->Read(arena.Fresh<SimpleResponse>())) {
+    if (!co_await Send(stream, &slot->context, request) ||
+        !co_await stream->Read(arena.Fresh<SimpleResponse>())) {
       group->Fail(rill::Status(rill::StatusCode::kUnavailable, "warmup ping-pong: stream ended"));
       co_return;
     }
