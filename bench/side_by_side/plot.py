@@ -18,7 +18,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 SERVERS = [("rill", "rill", "#1b6ca8"), ("grpcpp", "libgrpc++ 1.51", "#d1495b"),
-           ("grpcgo", "grpc-go 1.33", "#66a182"), ("nghttpd", "nghttpd (HTTP/2 floor)", "#a0a0a0")]
+           ("grpcgo", "grpc-go 1.33", "#66a182"), ("nghttpd", "nghttpd (HTTP/2 floor)", "#a0a0a0"),
+           ("tcpfloor", "TCP floor (no protocol)", "#404040")]
 CLIENTS = {"h2load": "h2load", "rill": "rill client"}
 
 
@@ -32,7 +33,9 @@ def main(argv):
         for row in csv.DictReader(f, delimiter="\t"):
             if row["pinning"] != "split" or int(row["rpcs"]) <= 0:
                 continue
-            group = (row["case"], row["client"])
+            # The TCP floor (its own client) stands next to the h2load bars of its workload.
+            client = "h2load" if row["client"] == "tcp_floor" else row["client"]
+            group = (row["case"], client)
             if group not in groups:
                 groups.append(group)
             cpu.setdefault((group, row["server"]), []).append(float(row["cpu_us"]))

@@ -14,11 +14,11 @@ import statistics
 import sys
 
 SERVERS = {"rill": "rill", "grpcpp": "libgrpc++", "grpcgo": "grpc-go",
-           "nghttpd": "nghttpd (HTTP/2 floor)",
+           "nghttpd": "nghttpd (HTTP/2 floor)", "tcpfloor": "TCP floor (no protocol)",
            "rill-tls": "rill TLS", "grpcpp-tls": "libgrpc++ TLS",
            "s_server": "openssl s_server (bare handshakes)"}
 CLIENTS = {"h2load": "h2load", "rill": "rill client", "h2load-conns": "h2load, 1 RPC/conn",
-           "s_time": "openssl s_time -new"}
+           "s_time": "openssl s_time -new", "tcp_floor": "tcp_floor"}
 FIELDS = ("qps", "cpu", "allocs", "rss", "copies", "syscalls", "reads", "writes", "waits",
           "client_copies")
 PINNINGS = {"split": "server 0, load 1", "shared": "both on 0"}
@@ -88,7 +88,9 @@ def main(argv):
         case, pinning, client, server = key
         m = medians[key]
         base_server = "grpcpp-tls" if server.endswith("-tls") else "grpcpp"
-        base = medians.get((case, pinning, client, base_server))
+        # The TCP floor has its own client; it is compared with libgrpc++ under h2load.
+        base_client = "h2load" if client == "tcp_floor" else client
+        base = medians.get((case, pinning, base_client, base_server))
         if base is None or server == base_server:
             ratios = ["", "", ""]
         else:

@@ -2,7 +2,11 @@
 # Side by side on one machine, in one run: rill's BenchmarkService server against libgrpc++'s
 # (async completion-queue server, 1.51) and grpc-go's (1.33, tests/peers/go/bench_server) with
 # nghttpd serving the same response bytes as the plain HTTP/2 floor, under h2load; and rill's
-# own client (benchmain -server=...) against the rill, libgrpc++ and grpc-go servers.
+# own client (benchmain -server=...) against the rill, libgrpc++ and grpc-go servers. For unary
+# 8 KiB and 1 MiB, also the TCP floor: bench/tcp_floor's server and client moving the same
+# request and response bytes over loopback TCP with no protocol above the socket (one large read
+# per readable event, one sendmsg of every owed response from one static buffer), the server CPU
+# no implementation using read and write system calls gets under.
 #
 #   bench/side_by_side/run.sh BUILD_DIR [--tls] [--quick] [--reps N] [--duration SECONDS]
 #                             [--out FILE]
@@ -106,12 +110,14 @@ peer_server=$build/tests/peers/peer_cpp_bench_server
 go_server=$build/tests/peers/peer_go_bench_server
 alloc_lib=$build/bench/alloc_counter/liballoc_counter.so
 copy_lib=$build/bench/copy_counter/libcopy_counter.so
+tcp_floor=$build/bench/tcp_floor/tcp_floor
 certs=$repo/tests/tls/certs
 for tool in h2load nghttpd nghttp taskset protoc python3 perf ${tls:+openssl}; do
   command -v "$tool" > /dev/null || { echo "missing $tool (./dev.sh setup installs it)" >&2; exit 1; }
 done
 cmake --build "$build" --target side_by_side_deps >&2
-for f in "$benchmain" "$rill_server" "$peer_server" "$go_server" "$alloc_lib" "$copy_lib"; do
+for f in "$benchmain" "$rill_server" "$peer_server" "$go_server" "$alloc_lib" "$copy_lib" \
+    "$tcp_floor"; do
   [[ -x $f || -f $f ]] || { echo "missing $f after building side_by_side_deps" >&2; exit 1; }
 done
 
@@ -151,7 +157,7 @@ free_port() {
 
 # start_server KIND CPU SIZE [COUNT_COPIES]: sets server_pid, server_port, scheme, alloc_file
 # and copy_file ("" unless COUNT_COPIES is 1: the server then runs with the copy counter).
-# KIND is rill, grpcpp, grpcgo, nghttpd, or rill-tls, grpcpp-tls, s_server (TLS).
+# KIND is rill, grpcpp, grpcgo, nghttpd, tcpfloor, or rill-tls, grpcpp-tls, s_server (TLS).
 start_server() {
   local kind=$1 cpu=$2 size=$3 log="$work/server.log" attempts=5 preload=""
   alloc_file="$work/allocs.$kind"
@@ -183,6 +189,13 @@ start_server() {
         server_pid=$! ;;
       grpcgo)
         taskset -c "$cpu" "$go_server" --port=0 --threads=1 > "$log" 2>&1 &
+        server_pid=$! ;;
+      tcpfloor)
+        # Requests and responses of the gRPC request's size on the wire.
+        local bytes
+        bytes=$(stat -c %s "$work/request-$size.bin")
+        taskset -c "$cpu" "$tcp_floor" server --port=0 --req="$bytes" --resp="$bytes" \
+          > "$log" 2>&1 &
         server_pid=$! ;;
       s_server)
         # Bare TLS handshakes with the same certificate; allocations not counted.
@@ -227,7 +240,7 @@ rss_kib() { awk '/^VmRSS:/ { print $2 }' "/proc/$server_pid/status"; }
 # Allocation calls of the server so far ("nan" when not counted).
 server_allocs() {
   local kind=$1
-  if [[ $kind == nghttpd || $kind == s_server || $kind == grpcgo ]]; then
+  if [[ $kind == nghttpd || $kind == s_server || $kind == grpcgo || $kind == tcpfloor ]]; then
     echo nan
     return
   fi
@@ -319,6 +332,13 @@ run_load() {
     # "N connections in T real seconds, ..."
     awk '/connections in .* real seconds/ { print $1, $1 / $4; found = 1 }
          END { if (!found) print 0, 0 }' "$log"
+  elif [[ $client == tcp_floor ]]; then
+    local bytes
+    bytes=$(stat -c %s "$work/request-$size.bin")
+    taskset -c "$cpu" "$tcp_floor" client --port="$server_port" --req="$bytes" --resp="$bytes" \
+      --conns="$conns" --inflight="$streams" --seconds="$7" > "$log" 2>&1 || true
+    awk -v s="$7" '/^rpcs=/ { n = substr($1, 6) }
+         END { if (n > 0) print n, n / s; else print 0, 0 }' "$log"
   elif [[ $client == h2load ]]; then
     taskset -c "$cpu" h2load -t 1 -c "$conns" -m "$streams" -D "${ms}ms" \
       -H 'content-type: application/grpc' -H 'te: trailers' -d "$work/request-$size.bin" \
@@ -468,6 +488,10 @@ for rep in $(seq 1 "$reps"); do
           measure "$name" "$conns" "$streams" "$size" "$workload" "$pinning" "$scpu" "$lcpu" \
             h2load "$server" "$rep"
         done
+        if ((size > 1)); then
+          measure "$name" "$conns" "$streams" "$size" "$workload" "$pinning" "$scpu" "$lcpu" \
+            tcp_floor tcpfloor "$rep"
+        fi
       fi
       for server in rill grpcpp grpcgo; do
         measure "$name" "$conns" "$streams" "$size" "$workload" "$pinning" "$scpu" "$lcpu" \
