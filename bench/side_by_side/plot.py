@@ -33,8 +33,11 @@ def main(argv):
         for row in csv.DictReader(f, delimiter="\t"):
             if row["pinning"] != "split" or int(row["rpcs"]) <= 0:
                 continue
-            # The TCP floor (its own client) stands next to the h2load bars of its workload.
-            client = "h2load" if row["client"] == "tcp_floor" else row["client"]
+            # The TCP floor (its own client) stands next to the h2load bars of its workload, or
+            # the rill client's where h2load cannot drive it (streaming).
+            client = row["client"]
+            if client == "tcp_floor":
+                client = "rill" if row["case"].startswith("streaming") else "h2load"
             group = (row["case"], client)
             if group not in groups:
                 groups.append(group)

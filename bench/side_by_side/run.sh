@@ -2,8 +2,8 @@
 # Side by side on one machine, in one run: rill's BenchmarkService server against libgrpc++'s
 # (async completion-queue server, 1.51) and grpc-go's (1.33, tests/peers/go/bench_server) with
 # nghttpd serving the same response bytes as the plain HTTP/2 floor, under h2load; and rill's
-# own client (benchmain -server=...) against the rill, libgrpc++ and grpc-go servers. For unary
-# 8 KiB and 1 MiB, also the TCP floor: bench/tcp_floor's server and client moving the same
+# own client (benchmain -server=...) against the rill, libgrpc++ and grpc-go servers. For the
+# 8 KiB and 1 MiB workloads, also the TCP floor: bench/tcp_floor's server and client moving the same
 # request and response bytes over loopback TCP with no protocol above the socket (one large read
 # per readable event, one sendmsg of every owed response from one static buffer), the server CPU
 # no implementation using read and write system calls gets under.
@@ -488,10 +488,10 @@ for rep in $(seq 1 "$reps"); do
           measure "$name" "$conns" "$streams" "$size" "$workload" "$pinning" "$scpu" "$lcpu" \
             h2load "$server" "$rep"
         done
-        if ((size > 1)); then
-          measure "$name" "$conns" "$streams" "$size" "$workload" "$pinning" "$scpu" "$lcpu" \
-            tcp_floor tcpfloor "$rep"
-        fi
+      fi
+      if ((size > 1)); then
+        measure "$name" "$conns" "$streams" "$size" "$workload" "$pinning" "$scpu" "$lcpu" \
+          tcp_floor tcpfloor "$rep"
       fi
       for server in rill grpcpp grpcgo; do
         measure "$name" "$conns" "$streams" "$size" "$workload" "$pinning" "$scpu" "$lcpu" \
