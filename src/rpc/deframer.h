@@ -6,7 +6,9 @@
 // fails with RESOURCE_EXHAUSTED, a flag byte other than 0 or 1 with INTERNAL.
 //
 // When the views held for an unfinished message pin more than twice the bytes they carry (many
-// tiny pieces of big blocks), they are compacted into one pooled buffer.
+// tiny pieces of big blocks), they are compacted into one pooled buffer. That is looked at
+// whenever the views have grown by half since the last look, so the work stays linear in the
+// number of views and a compaction comes at most that much later than it could have.
 //
 // Thread safety: reactor-confined.
 #ifndef RILL_SRC_RPC_DEFRAMER_H_
@@ -36,6 +38,7 @@ class MessageDeframer {
     max_message_size_ = max_message_size;
     have_prefix_ = false;
     body_size_ = 0;
+    next_compaction_check_ = 0;
   }
   void Push(Buffer data) { pending_.Append(std::move(data)); }
 
@@ -51,12 +54,17 @@ class MessageDeframer {
   // truncated).
   [[nodiscard]] bool HasPartial() const noexcept { return have_prefix_ || !pending_.empty(); }
   [[nodiscard]] size_t buffered() const noexcept { return pending_.size(); }
-  void Clear() { pending_.Free(); }
+  void Clear() {
+    pending_.Free();
+    next_compaction_check_ = 0;
+  }
 
  private:
   BufferSlice pending_;
   size_t max_message_size_ = 0;
   size_t body_size_ = 0;
+  // The view count of pending_ at which compaction is next considered.
+  size_t next_compaction_check_ = 0;
   bool compressed_ = false;
   bool have_prefix_ = false;
 };
