@@ -70,8 +70,9 @@
 #
 # Prints a markdown table (also written to --out, default BUILD_DIR/side_by_side.md, or
 # side_by_side_tls.md with --tls), with the raw measurements beside it (.tsv) and a bar chart of
-# server CPU per RPC (.png, bench/side_by_side/plot.py). The default run (3 repetitions of 3 s) takes about 10
-# minutes, --tls about 6; --quick (1 repetition of 0.5 s) about 1.5, and is only a smoke test.
+# server CPU per RPC (.png, bench/side_by_side/plot.py). The default run (3 repetitions of 3 s)
+# takes about 18 minutes, --tls about 6; --quick (1 repetition of 0.5 s) about 2, and is only a
+# smoke test.
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
