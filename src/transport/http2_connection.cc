@@ -265,8 +265,13 @@ void Http2Connection::OnReadable(const asio::error_code& ec) {
     std::byte* dst = fresh ? block.mutable_data() : const_cast<std::byte*>(block.data());
     const ssize_t n = ::recv(fd_, dst, block.size(), MSG_DONTWAIT);
     if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      const bool retry = errno == EINTR;
+      if (retry || errno == EAGAIN || errno == EWOULDBLOCK) {
+        // Nothing arrived: a kept block stays kept.
+        if (!fresh) spare_ = std::move(block);
+        if (retry) continue;
+        break;
+      }
       Close(SocketError("read", errno));
       break;
     }
