@@ -44,8 +44,8 @@ MessageDeframer::Result MessageDeframer::Next(Message& out, Status& error, Buffe
     // chunk of a large message would copy it over and over.
     // Both walks visit every view, so they run when the views have grown by half since the
     // last look, not for every chunk: a 1 MiB message read a frame at a time is ~70 views,
-    // and looking at each arrival walked them ~2,500 times per message. Between looks the
-    // views pin at most half again what they did at the last one.
+    // and looking at each arrival walked them ~2,500 times per message. A compaction the
+    // views call for therefore waits until they have grown by at most half in number.
     if (pending_.size() >= kCompactionFloor && pending_.buffer_count() >= next_compaction_check_) {
       if (pending_.PinnedBytes() > 2 * pending_.size() &&
           pending_.ReclaimableBytes() > 2 * pending_.size()) {
