@@ -97,8 +97,7 @@ if ! grep -qF "to $mimalloc [0]: normal symbol \`__libc_malloc'" <<< "$bindings"
 fi
 
 # CPUs: the first two this process may use.
-read -r server_cpu load_cpu < <(python3 -c \
-  'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1] if len(c) > 1 else c[0])')
+read -r server_cpu load_cpu < <(first_two_cpus)
 
 work=$(mktemp -d /tmp/rill-allocators.XXXXXX)
 server_pid=""

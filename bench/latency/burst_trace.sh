@@ -45,8 +45,7 @@ for tool in perf h2load taskset protoc python3; do
 done
 cmake --build "$build" --target side_by_side_deps >&2
 
-read -r server_cpu load_cpu < <(python3 -c \
-  'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1] if len(c) > 1 else c[0])')
+read -r server_cpu load_cpu < <(first_two_cpus)
 work=$(mktemp -d /tmp/rill-burst-trace.XXXXXX)
 server_pid=""
 perf_pid=""

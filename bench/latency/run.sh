@@ -88,8 +88,7 @@ for f in "$rill_server" "$cpp_server" "$go_server"; do
 done
 servers=(rill grpcpp go)
 
-read -r server_cpu load_cpu < <(python3 -c \
-  'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1] if len(c) > 1 else c[0])')
+read -r server_cpu load_cpu < <(first_two_cpus)
 [[ $server_cpu != "$load_cpu" ]] || echo "warning: one CPU only; server and h2load share it" >&2
 
 work=$(mktemp -d /tmp/rill-latency.XXXXXX)

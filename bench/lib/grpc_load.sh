@@ -1,6 +1,6 @@
 # Shared by the benchmark scripts that drive BenchmarkService servers with h2load
-# (bench/side_by_side/run.sh, bench/latency/run.sh and scaling.sh, bench/allocators.sh; sourced,
-# not run). Uses $grpc_proto (the standard gRPC protos, Debian's grpc-proto) and, for the
+# (bench/side_by_side/run.sh and user_sys.sh, bench/latency/run.sh, scaling.sh and
+# burst_trace.sh, bench/allocators.sh; sourced, not run). Uses $grpc_proto (the standard gRPC protos, Debian's grpc-proto) and, for the
 # servers, $server_pid and $server_port.
 
 # A gRPC message: the 5-byte prefix (uncompressed, big-endian length) and the serialized message
@@ -41,6 +41,13 @@ stop_server() {
   kill "$server_pid" 2> /dev/null || true
   wait "$server_pid" 2> /dev/null || true
   server_pid=""
+}
+
+# The first two CPUs this process may use, "FIRST SECOND" (the first twice on a one-CPU
+# machine): the server's and the load's.
+first_two_cpus() {
+  python3 -c \
+    'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1] if len(c) > 1 else c[0])'
 }
 
 # --- quiet CPUs and what was measured -----------------------------------------------------------

@@ -123,8 +123,7 @@ for f in "$benchmain" "$rill_server" "$peer_server" "$go_server" "$alloc_lib" "$
 done
 
 # CPUs: the first two this process may use.
-read -r server_cpu load_cpu < <(python3 -c \
-  'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1] if len(c) > 1 else c[0])')
+read -r server_cpu load_cpu < <(first_two_cpus)
 pinnings=("split:$server_cpu:$load_cpu" "shared:$server_cpu:$server_cpu")
 [[ -z $tls ]] || pinnings=("split:$server_cpu:$load_cpu")
 [[ $server_cpu != "$load_cpu" ]] || pinnings=("shared:$server_cpu:$server_cpu")

@@ -45,8 +45,7 @@ rill_server=$build/bench/benchmain/rill_bench_server
 grpcpp_server=$build/tests/peers/peer_cpp_bench_server
 tcp_floor=$build/bench/tcp_floor/tcp_floor
 
-read -r server_cpu load_cpu < <(python3 -c \
-  'import os; c = sorted(os.sched_getaffinity(0)); print(c[0], c[1] if len(c) > 1 else c[0])')
+read -r server_cpu load_cpu < <(first_two_cpus)
 work=$(mktemp -d /tmp/rill-user-sys.XXXXXX)
 server_pid=""
 cleanup() {
